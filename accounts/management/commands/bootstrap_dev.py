@@ -1,0 +1,62 @@
+"""First-run set-up for `make run`: an admin login and a development project, printed on every start.
+
+The secret key is stored only as a hash, so the keys shown at later starts come from `var/dev-credentials.json`,
+written once for this development install (never used outside DEBUG).
+"""
+
+import json
+import secrets
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from accounts.models import User
+from accounts.services import project_create, user_get_or_create
+
+ADMIN_EMAIL = "admin@localhost.test"
+
+
+class Command(BaseCommand):
+    help = "Create the development admin and project on first run and print their credentials"
+
+    def handle(self, *args, **options):
+        if not settings.DEBUG:
+            raise CommandError("bootstrap_dev is for development installs (DEBUG=true) only")
+        path = settings.VAR_DIR / "dev-credentials.json"
+        if path.exists():
+            credentials = json.loads(path.read_text())
+        else:
+            password = secrets.token_urlsafe(12)
+            admin, created = user_get_or_create(email=ADMIN_EMAIL, password=password)
+            if not created:
+                admin.set_password(password)
+            admin.is_staff = admin.is_superuser = True
+            admin.save()
+            project, keys = project_create(name="Development", owner=admin)
+            credentials = {
+                "adminEmail": admin.email,
+                "adminPassword": password,
+                "projectId": str(project.id),
+                "publicKey": keys.public_key,
+                "secretKey": keys.secret_key,
+            }
+            path.write_text(json.dumps(credentials, indent=2))
+            path.chmod(0o600)
+        if not User.objects.filter(email=credentials["adminEmail"]).exists():
+            raise CommandError(f"{path} does not match the database; delete it to start over")
+        base = settings.PUBLIC_URL
+        self.stdout.write(
+            "\n".join(
+                [
+                    "",
+                    "Herald development install",
+                    f"  API:         {base}   (docs: {base}/api/docs/)",
+                    f"  Admin:       {base}/admin/  {credentials['adminEmail']} / {credentials['adminPassword']}",
+                    f"  Project:     Development ({credentials['projectId']})",
+                    f"  Public key:  {credentials['publicKey']}",
+                    f"  Secret key:  {credentials['secretKey']}",
+                    f"  Try:         curl -H 'Authorization: Bearer {credentials['secretKey']}' {base}/health",
+                    "",
+                ]
+            )
+        )

@@ -1,0 +1,127 @@
+import uuid
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser, BaseUserManager, PermissionsMixin
+from django.db import models
+from django.utils import timezone
+
+
+class UserManager(BaseUserManager):
+    use_in_migrations = True
+
+    def create_user(self, email: str, password: str | None = None, **extra):
+        user = self.model(email=self.normalize_email(email).lower(), **extra)
+        user.set_password(password)
+        user.save(using=self._db)
+        return user
+
+    def create_superuser(self, email: str, password: str | None = None, **extra):
+        extra.update(is_staff=True, is_superuser=True)
+        return self.create_user(email, password, **extra)
+
+
+class User(AbstractBaseUser, PermissionsMixin):
+    """A person who logs in by email: operators in the admin, members of projects."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    email = models.EmailField(unique=True)
+    name = models.CharField(max_length=200, blank=True)
+    is_staff = models.BooleanField(default=False)
+    is_active = models.BooleanField(default=True)
+    date_joined = models.DateTimeField(default=timezone.now)
+
+    objects = UserManager()
+
+    USERNAME_FIELD = "email"
+    EMAIL_FIELD = "email"
+
+    def __str__(self) -> str:
+        return self.email
+
+
+class Project(models.Model):
+    """The tenant: every resource belongs to exactly one project, derived from the API key of a request."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=200)
+    disabled = models.BooleanField(default=False)
+    disabled_reason = models.CharField(max_length=100, blank=True)
+    disabled_at = models.DateTimeField(null=True, blank=True)
+    # The public key is published in browsers by design; the secret key exists only as its SHA-256.
+    public_key = models.CharField(max_length=67, unique=True)
+    secret_key_hash = models.CharField(max_length=64, unique=True)
+    secret_key_hint = models.CharField(max_length=16, help_text="Last characters of the secret key")
+    keys_rotated_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="projects")
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "OWNER"
+        ADMIN = "ADMIN"
+        MEMBER = "MEMBER"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "project"], name="membership_unique_user_project")]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.project} ({self.role})"
+
+
+class IdempotencyRecord(models.Model):
+    """A claimed `Idempotency-Key`: the unique constraint decides which of two concurrent requests does the work."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="idempotency_records")
+    key = models.CharField(max_length=255)
+    method = models.CharField(max_length=10)
+    path = models.CharField(max_length=500)
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "key"], name="idempotency_unique_project_key")]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class Job(models.Model):
+    """Queued bulk work (CSV import, bulk contact operations) with progress an integrator can poll."""
+
+    class Status(models.TextChoices):
+        PENDING = "PENDING"
+        PROCESSING = "PROCESSING"
+        COMPLETED = "COMPLETED"
+        FAILED = "FAILED"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="jobs")
+    type = models.CharField(max_length=40)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
+    progress = models.PositiveSmallIntegerField(default=0)
+    params = models.JSONField(default=dict, blank=True)
+    result = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["project", "-created_at"], name="job_project_created")]
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.id}"

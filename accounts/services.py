@@ -1,0 +1,96 @@
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from accounts.keys import KeyPair, generate_pair, hash_key
+from accounts.models import IdempotencyRecord, Membership, Project, User
+
+
+def user_get_or_create(*, email: str, password: str | None = None) -> tuple[User, bool]:
+    email = email.strip().lower()
+    user = User.objects.filter(email=email).first()
+    if user is not None:
+        return user, False
+    user = User(email=email)
+    user.set_password(password) if password else user.set_unusable_password()
+    user.full_clean()
+    user.save()
+    return user, True
+
+
+def _apply_keys(project: Project, keys: KeyPair) -> None:
+    project.public_key = keys.public_key
+    project.secret_key_hash = hash_key(keys.secret_key)
+    project.secret_key_hint = keys.secret_key[-4:]
+    project.keys_rotated_at = timezone.now()
+
+
+@transaction.atomic
+def project_create(*, name: str, owner: User) -> tuple[Project, KeyPair]:
+    """Create a project with its owner membership; the secret key in the returned pair is never stored."""
+    keys = generate_pair()
+    project = Project(name=name.strip())
+    _apply_keys(project, keys)
+    project.full_clean()
+    project.save()
+    Membership.objects.create(user=owner, project=project, role=Membership.Role.OWNER)
+    return project, keys
+
+
+def project_regenerate_keys(*, project: Project) -> KeyPair:
+    """Replace both keys at once; the old ones fail on the very next request (no grace period)."""
+    keys = generate_pair()
+    _apply_keys(project, keys)
+    project.save(update_fields=["public_key", "secret_key_hash", "secret_key_hint", "keys_rotated_at", "updated_at"])
+    return keys
+
+
+def project_disable(*, project: Project, reason: str) -> None:
+    project.disabled = True
+    project.disabled_reason = reason[:100]
+    project.disabled_at = timezone.now()
+    project.save(update_fields=["disabled", "disabled_reason", "disabled_at", "updated_at"])
+
+
+def project_enable(*, project: Project) -> None:
+    project.disabled = False
+    project.disabled_reason = ""
+    project.disabled_at = None
+    project.save(update_fields=["disabled", "disabled_reason", "disabled_at", "updated_at"])
+
+
+def idempotency_claim(*, project: Project, key: str, method: str, path: str) -> IdempotencyRecord | None:
+    """Claim `key` for this request; return None when it is taken and still alive.
+
+    1. Insert the record; the unique constraint lets exactly one of concurrent claimers win.
+    2. On a conflict, a record past its lifetime is deleted and the insert tried once more: an expired key is
+       free even before the purge task has run.
+    """
+    now = timezone.now()
+    expires_at = now + timedelta(hours=settings.IDEMPOTENCY_KEY_TTL_HOURS)
+    for _attempt in range(2):
+        try:
+            with transaction.atomic():
+                return IdempotencyRecord.objects.create(
+                    project=project, key=key, method=method, path=path[:500], created_at=now, expires_at=expires_at
+                )
+        except IntegrityError:
+            deleted, _ = IdempotencyRecord.objects.filter(project=project, key=key, expires_at__lte=now).delete()
+            if not deleted:
+                return None
+    return None
+
+
+def idempotency_finish(*, record: IdempotencyRecord, status_code: int) -> None:
+    """Keep the key after a 2xx or 5xx; release it after a 4xx so the client can fix the request and retry."""
+    if 400 <= status_code < 500:
+        IdempotencyRecord.objects.filter(pk=record.pk).delete()
+    else:
+        IdempotencyRecord.objects.filter(pk=record.pk).update(status_code=status_code)
+
+
+def idempotency_purge_expired() -> int:
+    deleted, _ = IdempotencyRecord.objects.filter(expires_at__lte=timezone.now()).delete()
+    return deleted

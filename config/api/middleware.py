@@ -1,0 +1,41 @@
+"""Request ids: one per request, echoed in `X-Request-Id`, in every error envelope and in every log line."""
+
+import logging
+import re
+import uuid
+from contextvars import ContextVar
+
+_request_id: ContextVar[str] = ContextVar("request_id", default="-")
+# A caller may pass its own id (a proxy's, a client's trace id) as long as it is short and harmless in logs.
+_ACCEPTED_ID = re.compile(r"^[A-Za-z0-9._:-]{8,128}$")
+
+
+def current_request_id() -> str:
+    return _request_id.get()
+
+
+def set_request_id(value: str) -> None:
+    _request_id.set(value)
+
+
+class RequestIdMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        incoming = request.META.get("HTTP_X_REQUEST_ID", "")
+        request_id = incoming if _ACCEPTED_ID.match(incoming) else str(uuid.uuid4())
+        token = _request_id.set(request_id)
+        request.request_id = request_id
+        try:
+            response = self.get_response(request)
+        finally:
+            _request_id.reset(token)
+        response["X-Request-Id"] = request_id
+        return response
+
+
+class RequestIdLogFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = _request_id.get()
+        return True

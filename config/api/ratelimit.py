@@ -1,0 +1,76 @@
+"""Per-project request rate limit: a fixed 60-second window counted in the shared cache.
+
+A fixed window never lets more than the limit through in one window and `RateLimit-Remaining` only falls inside
+it. With Redis the count is one pipelined INCR + EXPIRE; other cache backends use add + incr.
+"""
+
+import logging
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.cache import caches
+from django.core.cache.backends.redis import RedisCache
+
+logger = logging.getLogger(__name__)
+WINDOW_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class RateLimitState:
+    limit: int
+    remaining: int
+    reset: int
+    exceeded: bool
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "RateLimit-Limit": str(self.limit),
+            "RateLimit-Remaining": str(self.remaining),
+            "RateLimit-Reset": str(self.reset),
+        }
+
+
+def _increment(key: str, timeout: int) -> int:
+    cache = caches["default"]
+    if isinstance(cache, RedisCache):
+        full_key = cache.make_and_validate_key(key)
+        client = cache._cache.get_client(full_key, write=True)
+        pipe = client.pipeline()
+        pipe.incr(full_key)
+        pipe.expire(full_key, timeout, nx=True)
+        count, _ = pipe.execute()
+        return int(count)
+    cache.add(key, 0, timeout)
+    try:
+        return cache.incr(key)
+    except ValueError:  # expired between add and incr
+        cache.add(key, 1, timeout)
+        return 1
+
+
+def rate_limit_hit(scope: str) -> RateLimitState | None:
+    """Count one request for `scope`; None when the limit is off or the cache cannot be reached."""
+    limit = settings.API_RATE_LIMIT_PER_MINUTE
+    if limit <= 0:
+        return None
+    now = time.time()
+    window = int(now // WINDOW_SECONDS)
+    reset = WINDOW_SECONDS - int(now % WINDOW_SECONDS)
+    try:
+        count = _increment(f"rl:{scope}:{window}", reset + 5)
+    except Exception:
+        # The limit protects the service; an unreachable cache must not take the API down with it.
+        logger.exception("Rate limit cache unavailable; request allowed")
+        return None
+    return RateLimitState(limit=limit, remaining=max(0, limit - count), reset=reset, exceeded=count > limit)
+
+
+def client_address(request) -> str:
+    """The caller's address, looking through as many X-Forwarded-For hops as there are trusted proxies."""
+    hops = settings.TRUSTED_PROXY_COUNT
+    if hops:
+        forwarded = [part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if part]
+        if len(forwarded) >= hops:
+            return forwarded[-hops]
+    return request.META.get("REMOTE_ADDR", "unknown")

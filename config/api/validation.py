@@ -1,0 +1,122 @@
+"""Request validation: run an input serializer and turn its errors into the spec's `errors[]` entries.
+
+Each entry is `{field, message, code, received?}` with `field` a dotted path (`to.2.email`) and `code` one of
+the codes integrators already handle (`invalid_type`, `invalid_string`, `too_small`, `too_big`,
+`invalid_enum_value`, `custom`).
+"""
+
+from typing import Any
+
+from rest_framework import serializers
+
+from config.api.exceptions import ValidationFailed
+
+# DRF error code -> spec code. `invalid` depends on the field: a string format check or a wrong JSON type.
+_CODE_MAP = {
+    "required": "invalid_type",
+    "null": "invalid_type",
+    "not_a_dict": "invalid_type",
+    "not_a_list": "invalid_type",
+    "blank": "too_small",
+    "empty": "too_small",
+    "min_length": "too_small",
+    "min_value": "too_small",
+    "max_length": "too_big",
+    "max_value": "too_big",
+    "max_string_length": "too_big",
+    "invalid_choice": "invalid_enum_value",
+    "invalid_string": "invalid_string",
+    "invalid_type": "invalid_type",
+    "reserved_event": "reserved_event",
+}
+_FORMAT_FIELDS = (
+    serializers.EmailField,
+    serializers.UUIDField,
+    serializers.URLField,
+    serializers.RegexField,
+    serializers.DateTimeField,
+    serializers.DateField,
+    serializers.IPAddressField,
+)
+
+
+def json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _child(field, key):
+    if field is None:
+        return None
+    if isinstance(field, serializers.ListSerializer | serializers.ListField):
+        return field.child
+    if isinstance(field, serializers.Serializer):
+        return field.fields.get(key)
+    if isinstance(field, serializers.DictField):
+        return field.child
+    return None
+
+
+def _lookup(data: Any, path: list) -> tuple[bool, Any]:
+    for key in path:
+        if (isinstance(data, dict) and key in data) or (
+            isinstance(data, list) and isinstance(key, int) and key < len(data)
+        ):
+            data = data[key]
+        else:
+            return False, None
+    return True, data
+
+
+def flatten_errors(detail: Any, field=None, data: Any = None, path: list | None = None) -> list[dict]:
+    """Walk DRF's nested error detail beside the serializer fields and the input, depth first."""
+    path = path or []
+    if isinstance(detail, dict):
+        out = []
+        for key, value in detail.items():
+            if key == "non_field_errors":
+                out += flatten_errors(value, field, data, path)
+            else:
+                out += flatten_errors(value, _child(field, key), data, [*path, key])
+        return out
+    if isinstance(detail, list):
+        if detail and all(isinstance(item, serializers.ErrorDetail | str) for item in detail):
+            return [_entry(item, field, data, path) for item in detail]
+        out = []
+        for index, value in enumerate(detail):
+            if value:
+                out += flatten_errors(value, _child(field, index), data, [*path, index])
+        return out
+    return [_entry(detail, field, data, path)]
+
+
+def _entry(detail, field, data, path) -> dict:
+    drf_code = getattr(detail, "code", None) or "invalid"
+    if drf_code == "invalid":
+        code = "invalid_string" if isinstance(field, _FORMAT_FIELDS) else "invalid_type"
+    else:
+        code = _CODE_MAP.get(drf_code, "custom")
+    entry = {"field": ".".join(str(part) for part in path), "message": str(detail), "code": code}
+    if code == "invalid_type":
+        present, value = _lookup(data, path)
+        entry["received"] = json_type(value) if present else "undefined"
+        if drf_code == "required":
+            entry["message"] = "Required"
+    return entry
+
+
+def validate(serializer_class, data: Any, *, context: dict | None = None, partial: bool = False) -> dict:
+    """Validate `data` with `serializer_class`; return validated data or raise 422 VALIDATION_ERROR."""
+    serializer = serializer_class(data=data, context=context or {}, partial=partial)
+    if not serializer.is_valid():
+        raise ValidationFailed(flatten_errors(serializer.errors, serializer, data))
+    return serializer.validated_data

@@ -1,0 +1,150 @@
+"""The base classes every API view derives from: authentication, rate limit, idempotency, atomic writes and
+project scoping happen here, once, so concrete views only parse, call a service and serialize."""
+
+import uuid
+
+from django.db import transaction
+from rest_framework.permissions import SAFE_METHODS, AllowAny
+from rest_framework.views import APIView
+from rest_framework.viewsets import GenericViewSet
+
+from accounts.selectors import idempotency_record_get
+from accounts.services import idempotency_claim, idempotency_finish
+from config.api.exceptions import ApiError, BadRequest, ErrorCode, NotFound, RateLimited
+from config.api.ratelimit import client_address, rate_limit_hit
+from config.api.timestamps import iso
+
+IDEMPOTENCY_HEADER = "HTTP_IDEMPOTENCY_KEY"
+
+
+def _valid_idempotency_key(value: str) -> bool:
+    return 1 <= len(value) <= 255 and all(" " <= char <= "~" for char in value)
+
+
+class ApiViewMixin:
+    """Request lifecycle shared by all API views.
+
+    1. Authenticate, but hold back an authentication error until the request has been counted: unknown keys
+       are rate-limited per client address, known keys (even of the wrong kind) per project.
+    2. Check permissions, then, on views with `idempotent = True`, claim the `Idempotency-Key`.
+    3. Run unsafe methods in one transaction, so a failed request writes nothing.
+    4. On the way out add the rate-limit headers and settle the idempotency record.
+    """
+
+    idempotent = False
+    resource_name = "Resource"
+
+    def initial(self, request, *args, **kwargs):
+        auth_error = None
+        try:
+            request.user  # noqa: B018 - runs the authenticators
+        except ApiError as exc:
+            auth_error = exc
+        self._enforce_rate_limit(request)
+        if auth_error is not None:
+            raise auth_error
+        super().initial(request, *args, **kwargs)
+        if self.idempotent:
+            self._claim_idempotency_key(request)
+        if request.method not in SAFE_METHODS:
+            handler_name = request.method.lower()
+            handler = getattr(self, handler_name, None)
+            if handler is not None:
+                setattr(self, handler_name, transaction.atomic(handler))
+
+    def _enforce_rate_limit(self, request) -> None:
+        project_id = getattr(request._request, "herald_project_id", None)
+        scope = f"project:{project_id}" if project_id else f"ip:{client_address(request)}"
+        state = rate_limit_hit(scope)
+        request._request.herald_rate_limit = state
+        if state is not None and state.exceeded:
+            raise RateLimited(
+                f"Rate limit of {state.limit} requests per minute exceeded. Retry in {state.reset} seconds",
+                details={"retryAfter": state.reset},
+                headers={"Retry-After": str(state.reset)},
+            )
+
+    def _claim_idempotency_key(self, request) -> None:
+        key = request.META.get(IDEMPOTENCY_HEADER)
+        request._request.herald_idempotency = None
+        if key is None:
+            return
+        if not _valid_idempotency_key(key):
+            raise BadRequest(
+                "Idempotency-Key must be 1 to 255 printable ASCII characters",
+                details={"header": "Idempotency-Key"},
+            )
+        project = request.auth.project
+        record = idempotency_claim(project=project, key=key, method=request.method, path=request.path)
+        if record is None:
+            original = idempotency_record_get(project=project, key=key)
+            raise ApiError(
+                f'Idempotency-Key "{key}" has already been used',
+                code=ErrorCode.IDEMPOTENCY_KEY_REUSED,
+                status=409,
+                details={
+                    "key": key,
+                    "originalRequest": f"{original.method} {original.path}" if original else None,
+                    "originalRequestAt": iso(original.created_at) if original else None,
+                    "originalStatusCode": original.status_code if original else None,
+                },
+                suggestion="Use a new Idempotency-Key for a new request",
+            )
+        request._request.herald_idempotency = record
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        state = getattr(request._request, "herald_rate_limit", None)
+        if state is not None and (request.auth is not None or response.status_code == 429):
+            for name, value in state.headers().items():
+                response[name] = value
+        record = getattr(request._request, "herald_idempotency", None)
+        if record is not None:
+            idempotency_finish(record=record, status_code=response.status_code)
+        return response
+
+
+class ApiView(ApiViewMixin, APIView):
+    """A single-purpose endpoint (the /v1 API, health, config)."""
+
+
+class PublicApiView(ApiView):
+    """An endpoint that needs no key; still rate-limited per client address."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+
+class ProjectScopedViewSet(ApiViewMixin, GenericViewSet):
+    """A resource that belongs to a project. The project filter cannot be skipped: subclasses may not override
+    `get_queryset` or `get_object` and refine the scoped queryset in `refine_queryset` instead."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in ("get_queryset", "get_object"):
+            if name in cls.__dict__:
+                raise TypeError(f"{cls.__name__} may not override {name}; use refine_queryset")
+
+    @property
+    def project(self):
+        return self.request.auth.project
+
+    def refine_queryset(self, queryset):
+        return queryset
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return self.queryset.none()
+        return self.refine_queryset(self.queryset.filter(project_id=self.project.id))
+
+    def get_object(self):
+        value = self.kwargs[self.lookup_url_kwarg or self.lookup_field]
+        if self.lookup_field == "pk":
+            try:
+                uuid.UUID(str(value))
+            except ValueError:
+                raise NotFound(self.resource_name, value) from None
+        obj = self.get_queryset().filter(**{self.lookup_field: value}).first()
+        if obj is None:
+            raise NotFound(self.resource_name, value)
+        return obj

@@ -1,0 +1,26 @@
+import os
+
+from celery import Celery, signals
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
+
+app = Celery("herald")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+@signals.before_task_publish.connect
+def _carry_request_id(headers=None, **kwargs):
+    # A task queued while serving a request logs under that request's id.
+    from config.api.middleware import current_request_id
+
+    request_id = current_request_id()
+    if headers is not None and request_id != "-":
+        headers.setdefault("request_id", request_id)
+
+
+@signals.task_prerun.connect
+def _restore_request_id(task=None, **kwargs):
+    from config.api.middleware import set_request_id
+
+    set_request_id(getattr(task.request, "request_id", None) or task.request.id or "-")

@@ -1,0 +1,233 @@
+"""Settings for every environment, read from the process environment.
+
+Each value has an embedded default so that `make run` needs no server at all: SQLite under `var/`, a filesystem
+Celery broker, a local-memory cache and an outbox folder for mail. Production points the same variables at
+PostgreSQL, Redis and an SMTP relay or provider (README, "Production").
+"""
+
+import secrets
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parents[2]
+VAR_DIR = BASE_DIR / "var"
+VAR_DIR.mkdir(exist_ok=True)
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+
+def _dev_secret_key() -> str:
+    # Generated once and kept so that sessions and signed links survive restarts of a development install.
+    path = VAR_DIR / "secret_key"
+    if not path.exists():
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+DEBUG = env.bool("DEBUG", default=False)
+SECRET_KEY = env.str("SECRET_KEY", default="") or _dev_secret_key()
+SECRET_KEY_FROM_ENV = bool(env.str("SECRET_KEY", default=""))
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+ENVIRONMENT = env.str("ENVIRONMENT", default="development" if DEBUG else "production")
+PUBLIC_URL = env.str("PUBLIC_URL", default="http://localhost:8000").rstrip("/")
+API_URL = env.str("API_URL", default=PUBLIC_URL).rstrip("/")
+# Number of reverse proxies in front of the service whose X-Forwarded-For entries are trusted.
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "django_celery_beat",
+    "accounts",
+    "contacts",
+    "messaging",
+    "campaigns",
+    "segments",
+    "workflows",
+    "domains",
+]
+
+MIDDLEWARE = [
+    "config.api.middleware.RequestIdMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+ASGI_APPLICATION = "config.asgi.application"
+APPEND_SLASH = False
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+# Database ---------------------------------------------------------------------------------------------------
+DATABASES = {"default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'herald.sqlite3'}")}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The web server, the worker and beat write to one file: WAL lets readers run beside a writer, IMMEDIATE
+    # takes the write lock up front so concurrent transactions queue instead of failing with "database is locked".
+    DATABASES["default"]["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 30,
+    }
+else:
+    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=60))
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+AUTH_USER_MODEL = "accounts.User"
+
+# Cache: the rate limit and other counters shared between processes live here ------------------------------
+CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://herald")}
+
+# Mail --------------------------------------------------------------------------------------------------------
+EMAIL_URL = env.str("EMAIL_URL", default=f"filemail://{VAR_DIR / 'outbox'}")
+if "://" in EMAIL_URL:
+    vars().update(environ.Env.email_url_config(EMAIL_URL))
+else:
+    # A dotted path selects any Django email backend, e.g. anymail.backends.postmark.EmailBackend.
+    EMAIL_BACKEND = EMAIL_URL
+EMAIL_TIMEOUT = env.int("EMAIL_TIMEOUT", default=30)
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="herald@localhost")
+ANYMAIL = env.dict("ANYMAIL", default={})
+
+# DNS: every lookup of the service goes through domains.dns, which honours these nameservers ---------------
+DNS_NAMESERVERS = env.list("DNS_NAMESERVERS", default=[])
+DNS_TIMEOUT_SECONDS = env.float("DNS_TIMEOUT_SECONDS", default=3.0)
+
+# API behaviour ------------------------------------------------------------------------------------------------
+API_RATE_LIMIT_PER_MINUTE = env.int("API_RATE_LIMIT_PER_MINUTE", default=1000)
+IDEMPOTENCY_KEY_TTL_HOURS = env.int("IDEMPOTENCY_KEY_TTL_HOURS", default=24)
+DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 6 * 1024 * 1024
+SIGNUPS_DISABLED = env.bool("SIGNUPS_DISABLED", default=False)
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["config.api.authentication.SecretKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["config.api.permissions.HasProject"],
+    "DEFAULT_PARSER_CLASSES": ["config.api.parsers.JsonObjectParser"],
+    "DEFAULT_RENDERER_CLASSES": ["config.api.renderers.JsonRenderer"],
+    "DEFAULT_THROTTLE_CLASSES": [],
+    "EXCEPTION_HANDLER": "config.api.exceptions.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Herald API",
+    "DESCRIPTION": (
+        "Email delivery and audience service. Public API under /v1, dashboard endpoints without a prefix. "
+        "Authenticate with `Authorization: Bearer <key>`: the public key (pk_) for POST /v1/track only, "
+        "the secret key (sk_) for everything else."
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {},
+    "APPEND_COMPONENTS": {},
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "config.api.schema.add_error_components",
+    ],
+}
+
+# Celery ---------------------------------------------------------------------------------------------------------
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    # No broker process in development: web, worker and beat exchange messages through files under var/.
+    _broker_dir = Path(env.str("CELERY_BROKER_FOLDER", default=str(VAR_DIR / "broker")))
+    (_broker_dir / "processed").mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker_dir),
+        "data_folder_out": str(_broker_dir),
+        "processed_folder": str(_broker_dir / "processed"),
+        "store_processed": False,
+    }
+else:
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 4
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_TIMEZONE = "UTC"
+
+# Security --------------------------------------------------------------------------------------------------------
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if TRUSTED_PROXY_COUNT else None
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True
+
+# Logging: every line carries the request id (or the id of the request that queued a task) ------------------
+LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"request_id": {"()": "config.api.middleware.RequestIdLogFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s [%(request_id)s] %(name)s: %(message)s"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["request_id"]},
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "django.request": {"level": "ERROR"},
+    },
+}
+
+from config.schedule import BEAT_SCHEDULE  # noqa: E402
+
+CELERY_BEAT_SCHEDULE = BEAT_SCHEDULE

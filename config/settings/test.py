@@ -1,0 +1,23 @@
+"""Test settings: the base settings with fast password hashing and eager Celery.
+
+The database, cache and broker still come from the environment, so CI runs the same suite on SQLite with local
+memory and again on PostgreSQL with Redis. Integration tests start real workers and servers and pass them the
+test database by name (tests/conftest fixtures).
+"""
+
+import os
+
+from .base import *  # noqa: F403
+from .base import DATABASES, VAR_DIR, env
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=True)
+SESSION_COOKIE_SECURE = False
+CSRF_COOKIE_SECURE = False
+LOG_LEVEL = "WARNING"
+LOGGING["root"]["level"] = "WARNING"  # noqa: F405
+
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # A file rather than memory so that a worker or server started by an integration test sees the same data;
+    # named per process so that two suites on one machine do not share it.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-{os.getpid()}.sqlite3")}

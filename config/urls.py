@@ -1,0 +1,45 @@
+from django.contrib import admin
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from config.api.exceptions import ErrorCode, error_json_response
+from config.views import ConfigView, HealthView
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("config", ConfigView.as_view(), name="config"),
+    path("health", HealthView.as_view(), name="health"),
+    path("", include("accounts.api.urls")),
+    path("", include("contacts.api.urls")),
+    path("", include("messaging.api.urls")),
+    path("", include("campaigns.api.urls")),
+    path("", include("segments.api.urls")),
+    path("", include("workflows.api.urls")),
+    path("", include("domains.api.urls")),
+]
+
+
+def route_not_found(request, *args, **kwargs):
+    return error_json_response(404, ErrorCode.RESOURCE_NOT_FOUND, f"Route {request.method} {request.path} not found")
+
+
+# Last: an unknown route answers with the envelope whatever DEBUG is.
+urlpatterns.append(re_path(r"^", route_not_found))
+
+
+def handler404(request, exception=None):
+    return route_not_found(request)
+
+
+def handler500(request):
+    return error_json_response(500, ErrorCode.INTERNAL_SERVER_ERROR, "An unexpected error occurred")
+
+
+def handler400(request, exception=None):
+    return error_json_response(400, ErrorCode.BAD_REQUEST, "Bad request")
+
+
+def handler403(request, exception=None):
+    return error_json_response(403, ErrorCode.FORBIDDEN, "Forbidden")

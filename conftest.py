@@ -1,0 +1,75 @@
+"""Shared test personas: `project` and `other_project`, each with an owner and both keys, and API clients."""
+
+from dataclasses import dataclass
+
+import pytest
+from django.core.cache import caches
+from rest_framework.test import APIClient
+
+from accounts.keys import KeyPair
+from accounts.models import Project
+from accounts.services import project_create, user_get_or_create
+
+
+@dataclass
+class ProjectPersona:
+    project: Project
+    keys: KeyPair
+
+    @property
+    def id(self):
+        return self.project.id
+
+
+def make_persona(name: str, email: str, *, verified_domains: tuple[str, ...] = ()) -> ProjectPersona:
+    from domains.services import domain_mark_verified_by_operator
+
+    owner, _ = user_get_or_create(email=email, password="correct horse battery")
+    project, keys = project_create(name=name, owner=owner)
+    for domain in verified_domains:
+        domain_mark_verified_by_operator(project=project, name=domain)
+    return ProjectPersona(project=project, keys=keys)
+
+
+def client_with(key: str | None) -> APIClient:
+    client = APIClient()
+    if key:
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    return client
+
+
+@pytest.fixture(autouse=True)
+def _clear_cache():
+    # Rate-limit windows and DNS answers must not leak from one test into the next (the cache may be Redis).
+    caches["default"].clear()
+    yield
+
+
+@pytest.fixture
+def project(db) -> ProjectPersona:
+    return make_persona("Alice's shop", "alice@example.test", verified_domains=("alice.test",))
+
+
+@pytest.fixture
+def other_project(db) -> ProjectPersona:
+    return make_persona("Bob's shop", "bob@example.test", verified_domains=("bob.test",))
+
+
+@pytest.fixture
+def secret_client(project) -> APIClient:
+    return client_with(project.keys.secret_key)
+
+
+@pytest.fixture
+def public_client(project) -> APIClient:
+    return client_with(project.keys.public_key)
+
+
+@pytest.fixture
+def other_client(other_project) -> APIClient:
+    return client_with(other_project.keys.secret_key)
+
+
+@pytest.fixture
+def anon_client() -> APIClient:
+    return APIClient()
