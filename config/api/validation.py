@@ -114,9 +114,57 @@ def _entry(detail, field, data, path) -> dict:
     return entry
 
 
+# JSON types each field accepts. DRF coerces (5 -> "5", "yes" -> True); a JSON API should say the type is wrong.
+_STRICT_TYPES = [
+    (serializers.BooleanField, (bool,), "boolean"),
+    (serializers.CharField, (str,), "string"),
+    (serializers.ChoiceField, (str,), "string"),
+    (serializers.UUIDField, (str,), "string"),
+    (serializers.DateTimeField, (str,), "string"),
+    (serializers.IntegerField, (int,), "integer"),
+    (serializers.FloatField, (int, float), "number"),
+    (serializers.DecimalField, (int, float), "number"),
+]
+
+
+def _type_errors(field, value: Any, path: list) -> list[dict]:
+    """Wrong JSON types under `field`, found before DRF gets the chance to coerce them."""
+    if value is None:
+        return []
+    if isinstance(field, serializers.ListSerializer | serializers.ListField):
+        if not isinstance(value, list):
+            return []  # DRF reports not_a_list itself
+        return [e for index, item in enumerate(value) for e in _type_errors(field.child, item, [*path, index])]
+    if isinstance(field, serializers.Serializer):
+        if not isinstance(value, dict):
+            return []
+        return [
+            e
+            for name, child in field.fields.items()
+            if not child.read_only and child.source != "*" and name in value
+            for e in _type_errors(child, value[name], [*path, name])
+        ]
+    for field_class, accepted, expected in _STRICT_TYPES:
+        if isinstance(field, field_class):
+            if isinstance(value, bool) and bool not in accepted or not isinstance(value, accepted):
+                return [
+                    {
+                        "field": ".".join(str(part) for part in path),
+                        "message": f"Expected {expected}, received {json_type(value)}",
+                        "code": "invalid_type",
+                        "received": json_type(value),
+                    }
+                ]
+            return []
+    return []
+
+
 def validate(serializer_class, data: Any, *, context: dict | None = None, partial: bool = False) -> dict:
     """Validate `data` with `serializer_class`; return validated data or raise 422 VALIDATION_ERROR."""
     serializer = serializer_class(data=data, context=context or {}, partial=partial)
+    type_errors = _type_errors(serializer, data, [])
+    if type_errors:
+        raise ValidationFailed(type_errors)
     if not serializer.is_valid():
         raise ValidationFailed(flatten_errors(serializer.errors, serializer, data))
     return serializer.validated_data

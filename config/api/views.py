@@ -39,6 +39,8 @@ class ApiViewMixin:
         try:
             request.user  # noqa: B018 - runs the authenticators
         except ApiError as exc:
+            # DRF resets the user only for its own exception types; do the same for ours.
+            request._not_authenticated()
             auth_error = exc
         self._enforce_rate_limit(request)
         if auth_error is not None:

@@ -1,0 +1,49 @@
+import pytest
+from django.contrib.messages import get_messages
+
+from accounts.keys import hash_key
+from accounts.models import Project, User
+from conftest import client_with
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def admin_client(client):
+    User.objects.create_superuser("root@example.test", "pw-for-admin")
+    client.login(email="root@example.test", password="pw-for-admin")
+    return client
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/admin/accounts/user/",
+        "/admin/accounts/project/",
+        "/admin/accounts/membership/",
+        "/admin/accounts/idempotencyrecord/",
+        "/admin/accounts/job/",
+        "/admin/domains/domain/",
+    ],
+)
+def test_admin_lists_open(admin_client, project, url):
+    assert admin_client.get(url).status_code == 200
+
+
+def test_disable_enable_and_regenerate_actions(admin_client, project):
+    url = "/admin/accounts/project/"
+    admin_client.post(url, {"action": "disable_projects", "_selected_action": [project.id]})
+    assert client_with(project.keys.secret_key).get("/health").status_code == 200
+    stored = Project.objects.get(pk=project.id)
+    assert stored.disabled and stored.disabled_reason == "OPERATOR"
+
+    admin_client.post(url, {"action": "enable_projects", "_selected_action": [project.id]})
+    assert not Project.objects.get(pk=project.id).disabled
+
+    response = admin_client.post(url, {"action": "regenerate_keys", "_selected_action": [project.id]}, follow=True)
+    shown = " ".join(str(message) for message in get_messages(response.wsgi_request))
+    stored = Project.objects.get(pk=project.id)
+    assert stored.public_key in shown
+    secret = next(word for word in shown.split() if word.startswith("sk_"))
+    assert stored.secret_key_hash == hash_key(secret)
+    assert stored.secret_key_hash != hash_key(project.keys.secret_key)

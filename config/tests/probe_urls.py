@@ -1,0 +1,91 @@
+"""Probe endpoints that exercise the API base classes in isolation from any app.
+
+They do real work on real models (a Job row per call) so that the tests can see whether a request wrote
+anything; the app endpoints repeat the important cases through their own routes.
+"""
+
+import time
+
+from django.urls import include, path
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.routers import SimpleRouter
+
+from accounts.jobs import job_create
+from accounts.models import Job
+from config.api.authentication import PublicKeyAuthentication
+from config.api.exceptions import BadRequest
+from config.api.pagination import CursorSort, cursor_page
+from config.api.timestamps import iso
+from config.api.validation import validate
+from config.api.views import ApiView, ProjectScopedViewSet
+
+
+class ProbeInput(serializers.Serializer):
+    name = serializers.CharField(max_length=10)
+    email = serializers.EmailField(required=False)
+    count = serializers.IntegerField(required=False, min_value=1)
+    kind = serializers.ChoiceField(choices=["a", "b"], required=False)
+    tags = serializers.ListField(child=serializers.EmailField(), required=False)
+    sleep = serializers.FloatField(required=False)
+    status = serializers.IntegerField(required=False)
+
+
+class SecretProbe(ApiView):
+    def get(self, request):
+        return Response({"project": str(request.auth.project.id)})
+
+
+class PublicProbe(ApiView):
+    authentication_classes = [PublicKeyAuthentication]
+
+    def post(self, request):
+        return Response({"project": str(request.auth.project.id)})
+
+
+class WritingProbe(ApiView):
+    """Writes a Job, then fails as asked: shows that a failed request leaves nothing behind."""
+
+    idempotent = True
+
+    def post(self, request):
+        data = validate(ProbeInput, request.data)
+        job = job_create(project=request.auth.project, type=data["name"])
+        if data.get("sleep"):
+            time.sleep(data["sleep"])
+        if data.get("status") == 400:
+            raise BadRequest("asked to fail")
+        if data.get("status") == 500:
+            raise RuntimeError("asked to crash")
+        return Response({"job": str(job.id)})
+
+
+class JobViewSet(ProjectScopedViewSet):
+    queryset = Job.objects.all()
+    resource_name = "Job"
+
+    def list(self, request):
+        sort = CursorSort({"createdAt": "created_at", "type": "type"}, default="createdAt")
+        return Response(
+            cursor_page(
+                self.get_queryset(),
+                request.query_params,
+                sort=sort,
+                serialize=lambda job: {"id": str(job.id), "type": job.type, "createdAt": iso(job.created_at)},
+            )
+        )
+
+    def retrieve(self, request, pk=None):
+        return Response({"id": str(self.get_object().id)})
+
+
+router = SimpleRouter(trailing_slash=False)
+router.register("probe/jobs", JobViewSet, basename="probe-jobs")
+
+urlpatterns = [
+    path("probe/secret", SecretProbe.as_view()),
+    path("probe/public", PublicProbe.as_view()),
+    path("probe/write", WritingProbe.as_view()),
+    path("", include(router.urls)),
+    path("", include("config.urls")),
+]
