@@ -59,3 +59,7 @@ class SecretKeyAuthentication(ApiKeyAuthentication):
 
 class PublicKeyAuthentication(ApiKeyAuthentication):
     required_kind = KeyKind.PUBLIC
+
+
+# Registers the OpenAPI descriptions of the two key schemes (drf-spectacular finds extensions by import).
+import config.api.schema  # noqa: E402, F401

@@ -146,7 +146,7 @@ def _type_errors(field, value: Any, path: list) -> list[dict]:
         ]
     for field_class, accepted, expected in _STRICT_TYPES:
         if isinstance(field, field_class):
-            if isinstance(value, bool) and bool not in accepted or not isinstance(value, accepted):
+            if (isinstance(value, bool) and bool not in accepted) or not isinstance(value, accepted):
                 return [
                     {
                         "field": ".".join(str(part) for part in path),
