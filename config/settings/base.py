@@ -232,3 +232,25 @@ LOGGING = {
 from config.schedule import BEAT_SCHEDULE  # noqa: E402
 
 CELERY_BEAT_SCHEDULE = BEAT_SCHEDULE
+
+# Domains ----------------------------------------------------------------------------------------------------
+# DNS answers are cached in the cache above: positive answers up to their TTL (capped here), negative answers
+# (NXDOMAIN, no record) and failures (timeout, SERVFAIL) for shorter times so that a fix is seen soon.
+DNS_CACHE_SECONDS = env.int("DNS_CACHE_SECONDS", default=300)
+DNS_NEGATIVE_CACHE_SECONDS = env.int("DNS_NEGATIVE_CACHE_SECONDS", default=60)
+DNS_FAILURE_CACHE_SECONDS = env.int("DNS_FAILURE_CACHE_SECONDS", default=10)
+# Sender domain records. The DKIM selector is this prefix plus a random suffix per domain. SPF asks the owner to
+# authorise the mail servers the service sends through: `include:` hosts and/or ip4/ip6 addresses; neither set
+# means no SPF record is suggested. The return-path (bounce) CNAME is suggested only when a host is configured.
+DOMAINS_DKIM_SELECTOR_PREFIX = env.str("DOMAINS_DKIM_SELECTOR_PREFIX", default="herald")
+DOMAINS_SPF_INCLUDES = env.list("DOMAINS_SPF_INCLUDES", default=[])
+DOMAINS_SPF_IP_ADDRESSES = env.list("DOMAINS_SPF_IP_ADDRESSES", default=[])
+DOMAINS_DMARC_RECOMMENDATION = env.str("DOMAINS_DMARC_RECOMMENDATION", default="v=DMARC1; p=none")
+DOMAINS_RETURN_PATH_HOST = env.str("DOMAINS_RETURN_PATH_HOST", default="").rstrip(".").lower()
+DOMAINS_RETURN_PATH_SUBDOMAIN = env.str("DOMAINS_RETURN_PATH_SUBDOMAIN", default="bounces")
+# Background checks (config/schedule.py runs them every 5 minutes): pending domains are re-checked on each run,
+# verified ones once per interval; at most this many domains are queued per run.
+DOMAINS_CHECK_BATCH_SIZE = env.int("DOMAINS_CHECK_BATCH_SIZE", default=200)
+DOMAINS_VERIFIED_RECHECK_MINUTES = env.int("DOMAINS_VERIFIED_RECHECK_MINUTES", default=60)
+# A verified domain whose DKIM record is absent on this many checks in a row goes back to pending (decisions.md).
+DOMAINS_DKIM_MISSES_BEFORE_PENDING = env.int("DOMAINS_DKIM_MISSES_BEFORE_PENDING", default=3)

@@ -8,7 +8,7 @@ test database by name (tests/conftest fixtures).
 import os
 
 from .base import *  # noqa: F403
-from .base import DATABASES, VAR_DIR, env
+from .base import CELERY_BROKER_URL, DATABASES, VAR_DIR, env
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=True)
@@ -21,3 +21,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file rather than memory so that a worker or server started by an integration test sees the same data;
     # named per process so that two suites on one machine do not share it.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-{os.getpid()}.sqlite3")}
+
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    # Integration tests start real workers; a folder of this run's own keeps a running `make run` worker away.
+    _test_broker = VAR_DIR / f"test-broker-{os.getpid()}"
+    (_test_broker / "processed").mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_test_broker),
+        "data_folder_out": str(_test_broker),
+        "processed_folder": str(_test_broker / "processed"),
+        "store_processed": False,
+    }

@@ -1,0 +1,49 @@
+# Herald: `make run` starts a development install on embedded defaults; `make test` runs the whole suite.
+VENV ?= .venv
+BIN := $(VENV)/bin
+PORT ?= 8000
+SHELL := /bin/bash
+
+.PHONY: install run test lint format schema migrate clean-dev
+
+$(BIN)/.installed: requirements.txt
+	python3 -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements.txt
+	touch $@
+
+install: $(BIN)/.installed
+
+migrate: install
+	$(BIN)/python manage.py migrate --no-input -v 0
+
+# Web server, Celery worker and celery-beat in one terminal; Ctrl-C stops all three.
+run: export DEBUG ?= true
+run: export PUBLIC_URL ?= http://localhost:$(PORT)
+run: migrate
+	$(BIN)/python manage.py bootstrap_dev
+	trap 'kill 0' INT TERM EXIT; \
+	$(BIN)/gunicorn config.wsgi --bind 127.0.0.1:$(PORT) --workers 2 --threads 4 --access-logfile - & \
+	$(BIN)/celery -A config worker --loglevel INFO --concurrency 2 & \
+	$(BIN)/celery -A config beat --loglevel INFO & \
+	wait
+
+test: install
+	$(BIN)/pytest -q
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python manage.py check --fail-level WARNING
+	$(BIN)/python manage.py makemigrations --check --dry-run
+
+schema: install
+	$(BIN)/python manage.py spectacular --validate --fail-on-warn --file var/openapi.yaml
+
+format: install
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+# Forget the development install (database, broker files, credentials); the next `make run` starts afresh.
+clean-dev:
+	rm -rf var/herald.sqlite3* var/broker var/dev-credentials.json var/outbox

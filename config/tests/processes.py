@@ -1,0 +1,117 @@
+"""Real processes for integration tests: a Celery worker and gunicorn servers on the test database.
+
+They run with the production settings module and see the data a `transactional_db` test commits.
+"""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(settings.BASE_DIR)
+BIN = Path(sys.executable).parent
+
+
+def database_url() -> str:
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{db['NAME']}"
+    auth = quote(db["USER"] or "") + (":" + quote(db["PASSWORD"]) if db.get("PASSWORD") else "")
+    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def process_env(**overrides: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="config.settings.base",
+        DATABASE_URL=database_url(),
+        CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
+        SECRET_KEY=settings.SECRET_KEY,
+        DEBUG="false",
+        LOG_LEVEL="WARNING",
+    )
+    if settings.CELERY_BROKER_URL.startswith("filesystem://"):
+        env["CELERY_BROKER_FOLDER"] = settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"]
+    env.update(overrides)
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+@contextmanager
+def celery_worker(concurrency: int = 2, **env):
+    process = subprocess.Popen(
+        [
+            str(BIN / "celery"),
+            "-A",
+            "config",
+            "worker",
+            "--loglevel",
+            "WARNING",
+            "--concurrency",
+            str(concurrency),
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+        ],
+        cwd=ROOT,
+        env=process_env(**env),
+    )
+    try:
+        yield process
+    finally:
+        _stop(process)
+
+
+@contextmanager
+def gunicorn_server(workers: int = 1, **env):
+    port = free_port()
+    process = subprocess.Popen(
+        [str(BIN / "gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", str(workers)],
+        cwd=ROOT,
+        env=process_env(**env),
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: _responds(base), timeout=30, what=f"gunicorn on {base}")
+        yield base
+    finally:
+        _stop(process)
+
+
+def _responds(base: str) -> bool:
+    try:
+        return httpx.get(f"{base}/config", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def wait_until(condition, *, timeout: float, what: str, interval: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = condition()
+        if result:
+            return result
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
