@@ -10,4 +10,12 @@ BEAT_SCHEDULE = {
         "schedule": timedelta(hours=1),
         "options": {"expires": 30 * 60},
     },
+    # Domains: owners wait for pending domains to verify after publishing records (the spec's 5-minute check),
+    # and verified domains are re-checked now and then so a removed DKIM record is noticed. The run only queues
+    # bounded per-domain checks; a run left in the queue past the next one is useless.
+    "check-sender-domains": {
+        "task": "domains.tasks.domains_check_due",
+        "schedule": timedelta(minutes=5),
+        "options": {"expires": 4 * 60},
+    },
 }

@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_celery_beat",
     "accounts",
     "contacts",
@@ -150,6 +151,10 @@ SPECTACULAR_SETTINGS = {
     ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI served from this host: the docs work on machines without internet access.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
     "ENUM_NAME_OVERRIDES": {},
     "APPEND_COMPONENTS": {},
@@ -254,3 +259,7 @@ DOMAINS_CHECK_BATCH_SIZE = env.int("DOMAINS_CHECK_BATCH_SIZE", default=200)
 DOMAINS_VERIFIED_RECHECK_MINUTES = env.int("DOMAINS_VERIFIED_RECHECK_MINUTES", default=60)
 # A verified domain whose DKIM record is absent on this many checks in a row goes back to pending (decisions.md).
 DOMAINS_DKIM_MISSES_BEFORE_PENDING = env.int("DOMAINS_DKIM_MISSES_BEFORE_PENDING", default=3)
+
+# Contacts
+CONTACT_IMPORT_MAX_BYTES = env.int("CONTACT_IMPORT_MAX_BYTES", default=5 * 1024 * 1024)
+CONTACT_IMPORT_BATCH_SIZE = env.int("CONTACT_IMPORT_BATCH_SIZE", default=1000)
