@@ -30,5 +30,6 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "data_folder_in": str(_test_broker),
         "data_folder_out": str(_test_broker),
         "processed_folder": str(_test_broker / "processed"),
+        "control_folder": str(_test_broker / "control"),
         "store_processed": False,
     }
