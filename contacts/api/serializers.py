@@ -1,0 +1,269 @@
+"""Input and output serializers of the contacts and events endpoints, with explicit camelCase names.
+
+Input fields are strict about JSON types (a string is not a boolean), as decisions.md asks: a value of the wrong
+type is 422 `invalid_type`.
+"""
+
+from rest_framework import serializers
+
+from config.api.timestamps import iso
+from contacts.data_rules import validate_data
+from contacts.services import event_name_is_reserved
+
+MAX_LOOKUP_EMAILS = 500
+MAX_BULK_IDS = 1000
+
+
+class StrictBooleanField(serializers.BooleanField):
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            raise serializers.ValidationError("Expected boolean", code="invalid_type")
+        return data
+
+
+class StrictCharField(serializers.CharField):
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            raise serializers.ValidationError("Expected string", code="invalid_type")
+        return super().to_internal_value(data)
+
+
+class StrictEmailField(serializers.EmailField):
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            raise serializers.ValidationError("Expected string", code="invalid_type")
+        value = super().to_internal_value(data.strip())
+        return value.lower()
+
+
+class DataField(serializers.JSONField):
+    """A contact `data` object, checked by the data rules' shape checks (object, 64 KB, keys, locale)."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("allow_null", True)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        validate_data(data, field_name=self.field_name)
+        return data
+
+
+class IsoDateTimeField(serializers.DateTimeField):
+    def to_representation(self, value):
+        return iso(value)
+
+
+class EventNameField(StrictCharField):
+    def __init__(self, **kwargs):
+        super().__init__(max_length=255, **kwargs)
+
+    def to_internal_value(self, data):
+        name = super().to_internal_value(data)
+        if event_name_is_reserved(name):
+            raise serializers.ValidationError(
+                f'Event name "{name}" is reserved for system use and cannot be manually tracked',
+                code="reserved_event",
+            )
+        return name
+
+
+# Contacts -----------------------------------------------------------------------------------------------------------
+
+
+class ContactOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    email = serializers.CharField()
+    subscribed = serializers.BooleanField()
+    snoozedUntil = IsoDateTimeField(source="snoozed_until", allow_null=True)
+    data = serializers.JSONField()
+    createdAt = IsoDateTimeField(source="created_at")
+    updatedAt = IsoDateTimeField(source="updated_at")
+
+
+class ContactMetaSerializer(serializers.Serializer):
+    isNew = serializers.BooleanField()
+    isUpdate = serializers.BooleanField()
+
+
+class ContactUpsertOutputSerializer(ContactOutputSerializer):
+    """Schema only: the view renders ContactOutputSerializer and adds `_meta` (a `_meta` field would read the
+    model's `_meta`)."""
+
+    _meta = ContactMetaSerializer()
+
+
+class ContactPageSerializer(serializers.Serializer):
+    data = ContactOutputSerializer(many=True)
+    cursor = serializers.CharField(allow_null=True)
+    hasMore = serializers.BooleanField()
+    total = serializers.IntegerField()
+
+
+class ContactCreateInputSerializer(serializers.Serializer):
+    email = StrictEmailField()
+    subscribed = StrictBooleanField(required=False)
+    data = DataField()
+
+
+class ContactUpdateInputSerializer(serializers.Serializer):
+    email = StrictEmailField(required=False)
+    subscribed = StrictBooleanField(required=False)
+    data = DataField()
+
+
+class ContactLookupInputSerializer(serializers.Serializer):
+    emails = serializers.ListField(child=StrictEmailField(), min_length=1, max_length=MAX_LOOKUP_EMAILS)
+
+
+class ContactRefSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    email = serializers.CharField()
+
+
+class ContactLookupOutputSerializer(serializers.Serializer):
+    found = ContactRefSerializer(many=True)
+    notFound = serializers.ListField(child=serializers.CharField())
+
+
+class FieldSerializer(serializers.Serializer):
+    field = serializers.CharField()
+    type = serializers.ChoiceField(choices=["string", "number", "boolean", "date", "object", "array"])
+    coverage = serializers.IntegerField()
+
+
+class FieldListSerializer(serializers.Serializer):
+    fields = FieldSerializer(many=True)
+    count = serializers.IntegerField()
+
+
+class FieldValueSerializer(serializers.Serializer):
+    value = serializers.JSONField()
+    count = serializers.IntegerField()
+
+
+class FieldValuesSerializer(serializers.Serializer):
+    field = serializers.CharField()
+    values = FieldValueSerializer(many=True)
+    count = serializers.IntegerField()
+
+
+class UsageItemSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    name = serializers.CharField()
+
+
+class FieldUsedInSerializer(serializers.Serializer):
+    segments = UsageItemSerializer(many=True)
+    campaigns = UsageItemSerializer(many=True)
+    workflows = UsageItemSerializer(many=True)
+    templates = UsageItemSerializer(many=True)
+
+
+class FieldUsageSerializer(serializers.Serializer):
+    field = serializers.CharField()
+    usedIn = FieldUsedInSerializer()
+    contactCount = serializers.IntegerField()
+    canDelete = serializers.BooleanField()
+
+
+class ImportInputSerializer(serializers.Serializer):
+    file = serializers.FileField()
+
+
+class JobAcceptedSerializer(serializers.Serializer):
+    jobId = serializers.UUIDField()
+    message = serializers.CharField()
+
+
+class JobErrorSerializer(serializers.Serializer):
+    row = serializers.IntegerField()
+    email = serializers.CharField(allow_null=True)
+    error = serializers.CharField()
+    contactId = serializers.CharField(required=False)
+
+
+class JobResultSerializer(serializers.Serializer):
+    totalRows = serializers.IntegerField()
+    successCount = serializers.IntegerField()
+    createdCount = serializers.IntegerField()
+    updatedCount = serializers.IntegerField()
+    unchangedCount = serializers.IntegerField()
+    failureCount = serializers.IntegerField()
+    deletedCount = serializers.IntegerField(required=False)
+    errors = JobErrorSerializer(many=True)
+
+
+class JobSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    type = serializers.CharField()
+    status = serializers.ChoiceField(choices=["PENDING", "PROCESSING", "COMPLETED", "FAILED"])
+    progress = serializers.IntegerField(min_value=0, max_value=100)
+    result = JobResultSerializer()
+    error = serializers.CharField(allow_null=True)
+    createdAt = IsoDateTimeField()
+    startedAt = IsoDateTimeField(allow_null=True)
+    finishedAt = IsoDateTimeField(allow_null=True)
+
+
+class BulkInputSerializer(serializers.Serializer):
+    contactIds = serializers.ListField(child=serializers.UUIDField(), min_length=1, max_length=MAX_BULK_IDS)
+
+
+# Events -----------------------------------------------------------------------------------------------------------
+
+
+class TrackInputSerializer(serializers.Serializer):
+    email = StrictEmailField()
+    event = EventNameField()
+    subscribed = StrictBooleanField(required=False)
+    data = DataField()
+
+
+class TrackDataSerializer(serializers.Serializer):
+    contact = serializers.UUIDField()
+    event = serializers.UUIDField()
+    timestamp = IsoDateTimeField()
+
+
+class TrackOutputSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+    data = TrackDataSerializer()
+
+
+class EventOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    contactId = serializers.UUIDField(source="contact_id")
+    emailId = serializers.UUIDField(source="email_id", allow_null=True)
+    data = serializers.JSONField()
+    createdAt = IsoDateTimeField(source="created_at")
+
+
+class EventPageSerializer(serializers.Serializer):
+    data = EventOutputSerializer(many=True)
+    cursor = serializers.CharField(allow_null=True)
+    hasMore = serializers.BooleanField()
+    total = serializers.IntegerField()
+
+
+class EventStatSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    count = serializers.IntegerField()
+    uniqueContacts = serializers.IntegerField()
+
+
+class EventNamesSerializer(serializers.Serializer):
+    eventNames = serializers.ListField(child=serializers.CharField())
+
+
+class EventUsageSerializer(serializers.Serializer):
+    usedInSegments = UsageItemSerializer(many=True)
+    usedInWorkflows = UsageItemSerializer(many=True)
+    totalCount = serializers.IntegerField()
+    uniqueContacts = serializers.IntegerField()
+    canDelete = serializers.BooleanField()
+
+
+class DeletedCountSerializer(serializers.Serializer):
+    deletedCount = serializers.IntegerField()

@@ -1,0 +1,380 @@
+"""Contacts and events endpoints: parse, call one service or selector, serialize."""
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.parsers import MultiPartParser
+from rest_framework.response import Response
+
+from accounts.jobs import job_json
+from accounts.models import Job
+from config.api.authentication import PublicKeyAuthentication
+from config.api.exceptions import BareError, Conflict, NotFound, ValidationFailed
+from config.api.pagination import CursorSort, cursor_page, int_param
+from config.api.timestamps import iso
+from config.api.validation import validate
+from config.api.views import ApiView, ProjectScopedViewSet
+from contacts import selectors, services
+from contacts.api import serializers as s
+from contacts.bulk import JOB_TYPES, contacts_bulk_start
+from contacts.imports import JOB_TYPE as IMPORT_JOB_TYPE
+from contacts.imports import contact_import_start
+from contacts.models import Contact, Event
+from contacts.usage import event_usage, field_usage
+
+CONTACT_SORT = CursorSort({"createdAt": "created_at", "email": "email"}, default="createdAt")
+EVENT_SORT = CursorSort({"createdAt": "created_at"}, default="createdAt")
+
+PAGE_PARAMS = [
+    OpenApiParameter("limit", int, description="1 to 100 (default 20; larger values are clamped)"),
+    OpenApiParameter("cursor", str, description="`cursor` of the previous page"),
+]
+FIELD_PARAM = OpenApiParameter("field", str, OpenApiParameter.PATH, description="`data.<key>` or a standard field")
+JOB_PARAM = OpenApiParameter("job_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
+ERROR = OpenApiResponse(description="Error envelope")
+
+
+def contact_json(contact: Contact) -> dict:
+    return s.ContactOutputSerializer(contact).data
+
+
+def event_json(event: Event) -> dict:
+    return {
+        "id": str(event.id),
+        "name": event.name,
+        "contactId": str(event.contact_id),
+        "emailId": str(event.email_id) if event.email_id else None,
+        "data": event.data,
+        "createdAt": iso(event.created_at),
+    }
+
+
+def _job_for(project, job_id, types) -> Job:
+    job = Job.objects.filter(project=project, type__in=types).filter(pk=_uuid_or_none(job_id)).first()
+    if job is None:
+        raise NotFound("Job", job_id)
+    return job
+
+
+def _uuid_or_none(value):
+    import uuid
+
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None
+
+
+def _job_accepted(job: Job, message: str) -> Response:
+    return Response({"jobId": str(job.id), "message": message}, status=202)
+
+
+class ContactViewSet(ProjectScopedViewSet):
+    queryset = Contact.objects.all()
+    resource_name = "Contact"
+
+    @extend_schema(
+        operation_id="contacts_list",
+        parameters=[
+            *PAGE_PARAMS,
+            OpenApiParameter("search", str, description="Case-insensitive substring of the email"),
+            OpenApiParameter("subscribed", bool, description="`true` or `false`; omitted: both"),
+            OpenApiParameter("sort", str, enum=["createdAt", "email"]),
+            OpenApiParameter("dir", str, enum=["asc", "desc"]),
+        ],
+        responses={200: s.ContactPageSerializer, 400: ERROR, 422: ERROR},
+    )
+    def list(self, request):
+        params = request.query_params
+        subscribed = {"true": True, "false": False}.get(params.get("subscribed", "").lower())
+        queryset = selectors.contact_list(project=self.project, search=params.get("search"), subscribed=subscribed)
+        return Response(cursor_page(queryset, params, sort=CONTACT_SORT, serialize=contact_json))
+
+    @extend_schema(
+        operation_id="contacts_upsert",
+        request=s.ContactCreateInputSerializer,
+        responses={200: s.ContactUpsertOutputSerializer, 201: s.ContactUpsertOutputSerializer, 400: ERROR, 422: ERROR},
+    )
+    def create(self, request):
+        if request.data.get("email") in (None, ""):
+            raise BareError("Email is required")
+        data = validate(s.ContactCreateInputSerializer, request.data)
+        result = services.contact_upsert(
+            project=self.project,
+            email=data["email"],
+            subscribed=data.get("subscribed"),
+            data=data.get("data"),
+            source="api",
+        )
+        body = {**contact_json(result.contact), "_meta": {"isNew": result.created, "isUpdate": not result.created}}
+        return Response(body, status=201 if result.created else 200)
+
+    @extend_schema(operation_id="contacts_get", responses={200: s.ContactOutputSerializer, 404: ERROR})
+    def retrieve(self, request, pk=None):
+        return Response(contact_json(self.get_object()))
+
+    @extend_schema(
+        operation_id="contacts_update",
+        request=s.ContactUpdateInputSerializer,
+        responses={200: s.ContactOutputSerializer, 404: ERROR, 409: ERROR, 422: ERROR},
+    )
+    def partial_update(self, request, pk=None):
+        contact = self.get_object()
+        data = validate(s.ContactUpdateInputSerializer, request.data)
+        contact.project = self.project
+        contact = services.contact_update(
+            contact=contact,
+            email=data.get("email", services.UNSET),
+            subscribed=data.get("subscribed"),
+            data=data.get("data", services.UNSET),
+        )
+        return Response(contact_json(contact))
+
+    @extend_schema(operation_id="contacts_delete", responses={204: None, 404: ERROR})
+    def destroy(self, request, pk=None):
+        services.contact_delete(contact=self.get_object())
+        return Response(status=204)
+
+    @extend_schema(
+        operation_id="contacts_lookup",
+        request=s.ContactLookupInputSerializer,
+        responses={200: s.ContactLookupOutputSerializer, 422: ERROR},
+    )
+    def lookup(self, request):
+        emails = list(dict.fromkeys(validate(s.ContactLookupInputSerializer, request.data)["emails"]))
+        found = selectors.contacts_by_email(project=self.project, emails=emails)
+        return Response(
+            {
+                "found": [{"id": str(found[e].id), "email": e} for e in emails if e in found],
+                "notFound": [e for e in emails if e not in found],
+            }
+        )
+
+    @extend_schema(operation_id="contacts_fields", responses={200: s.FieldListSerializer})
+    def fields(self, request):
+        fields = selectors.contact_fields(project=self.project)
+        return Response({"fields": fields, "count": len(fields)})
+
+    @extend_schema(
+        operation_id="contacts_field_values",
+        parameters=[FIELD_PARAM, OpenApiParameter("limit", int, description="1 to 200 (default 100)")],
+        responses={200: s.FieldValuesSerializer, 422: ERROR},
+    )
+    def field_values(self, request, field=None):
+        limit = int_param(request.query_params, "limit", default=100, maximum=200)
+        values, count = selectors.contact_field_values(project=self.project, field=field, limit=limit)
+        return Response({"field": field, "values": values, "count": count})
+
+    def _field_usage(self, field: str) -> dict:
+        used_in = field_usage(project=self.project, field=field)
+        standard, _key = selectors.split_field(field)
+        return {
+            "field": field,
+            "usedIn": used_in,
+            "contactCount": selectors.contact_field_count(project=self.project, field=field),
+            "canDelete": standard is None and not any(used_in.values()),
+        }
+
+    @extend_schema(
+        operation_id="contacts_field_usage", parameters=[FIELD_PARAM], responses={200: s.FieldUsageSerializer}
+    )
+    def field_usage(self, request, field=None):
+        return Response(self._field_usage(field))
+
+    @extend_schema(
+        operation_id="contacts_field_delete",
+        parameters=[FIELD_PARAM],
+        responses={204: None, 409: ERROR, 422: ERROR},
+    )
+    def field_delete(self, request, field=None):
+        standard, key = selectors.split_field(field)
+        if standard is not None or key is None or not field.startswith("data."):
+            raise ValidationFailed.field("field", "Only custom fields (data.<key>) can be deleted", "custom")
+        usage = self._field_usage(field)
+        if not usage["canDelete"]:
+            raise Conflict(f'Field "{field}" is in use and cannot be deleted', details={"usedIn": usage["usedIn"]})
+        services.contact_field_delete(project=self.project, key=key)
+        return Response(status=204)
+
+    @extend_schema(
+        operation_id="contacts_import",
+        request={"multipart/form-data": s.ImportInputSerializer},
+        responses={202: s.JobAcceptedSerializer, 413: ERROR, 422: ERROR},
+    )
+    def import_csv(self, request):
+        upload = request.FILES.get("file")
+        if upload is None:
+            raise ValidationFailed.field("file", "Required", "invalid_type", received="undefined")
+        job = contact_import_start(project=self.project, upload=upload)
+        return _job_accepted(job, "Import queued")
+
+    @extend_schema(
+        operation_id="contacts_import_status", parameters=[JOB_PARAM], responses={200: s.JobSerializer, 404: ERROR}
+    )
+    def import_status(self, request, job_id=None):
+        return Response(job_json(_job_for(self.project, job_id, [IMPORT_JOB_TYPE])))
+
+    def _bulk(self, request, action: str) -> Response:
+        ids = validate(s.BulkInputSerializer, request.data)["contactIds"]
+        job = contacts_bulk_start(project=self.project, action=action, contact_ids=ids)
+        return _job_accepted(job, f"Bulk {action} queued for {len(ids)} contact(s)")
+
+    @extend_schema(
+        operation_id="contacts_bulk_subscribe",
+        request=s.BulkInputSerializer,
+        responses={202: s.JobAcceptedSerializer, 422: ERROR},
+    )
+    def bulk_subscribe(self, request):
+        return self._bulk(request, "subscribe")
+
+    @extend_schema(
+        operation_id="contacts_bulk_unsubscribe",
+        request=s.BulkInputSerializer,
+        responses={202: s.JobAcceptedSerializer, 422: ERROR},
+    )
+    def bulk_unsubscribe(self, request):
+        return self._bulk(request, "unsubscribe")
+
+    @extend_schema(
+        operation_id="contacts_bulk_delete",
+        request=s.BulkInputSerializer,
+        responses={202: s.JobAcceptedSerializer, 422: ERROR},
+    )
+    def bulk_delete(self, request):
+        return self._bulk(request, "delete")
+
+    @extend_schema(
+        operation_id="contacts_bulk_status", parameters=[JOB_PARAM], responses={200: s.JobSerializer, 404: ERROR}
+    )
+    def bulk_status(self, request, job_id=None):
+        return Response(job_json(_job_for(self.project, job_id, list(JOB_TYPES.values()))))
+
+
+class ContactImportViewSet(ContactViewSet):
+    """The import upload is multipart; every other contact endpoint takes JSON."""
+
+    parser_classes = [MultiPartParser]
+
+
+def _track(request, project) -> Response:
+    data = validate(s.TrackInputSerializer, request.data)
+    result = services.event_track(
+        project=project,
+        email=data["email"],
+        name=data["event"],
+        subscribed=data.get("subscribed"),
+        data=data.get("data"),
+    )
+    return Response(
+        {
+            "success": True,
+            "data": {
+                "contact": str(result.contact.id),
+                "event": str(result.event.id),
+                "timestamp": iso(result.event.created_at),
+            },
+        }
+    )
+
+
+class TrackView(ApiView):
+    """POST /v1/track: the public key only (it is published in browsers); honours Idempotency-Key."""
+
+    authentication_classes = [PublicKeyAuthentication]
+    idempotent = True
+
+    @extend_schema(
+        operation_id="v1_track",
+        request=s.TrackInputSerializer,
+        responses={200: s.TrackOutputSerializer, 400: ERROR, 409: ERROR, 422: ERROR},
+        parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER)],
+    )
+    def post(self, request):
+        return _track(request, request.auth.project)
+
+
+class EventViewSet(ProjectScopedViewSet):
+    queryset = Event.objects.all()
+    resource_name = "Event"
+
+    @extend_schema(
+        operation_id="events_track",
+        request=s.TrackInputSerializer,
+        responses={200: s.TrackOutputSerializer, 422: ERROR},
+    )
+    def track(self, request):
+        return _track(request, self.project)
+
+    @extend_schema(
+        operation_id="events_list",
+        parameters=[
+            *PAGE_PARAMS,
+            OpenApiParameter("name", str, description="Only events of this name"),
+            OpenApiParameter("contactId", OpenApiTypes.UUID, description="Only events of this contact"),
+        ],
+        responses={200: s.EventPageSerializer, 400: ERROR, 422: ERROR},
+    )
+    def list(self, request):
+        params = request.query_params
+        contact_id = params.get("contactId") or None
+        if contact_id is not None and _uuid_or_none(contact_id) is None:
+            raise ValidationFailed.field("contactId", "Invalid uuid", "invalid_string")
+        queryset = selectors.event_list(project=self.project, name=params.get("name"), contact_id=contact_id)
+        return Response(cursor_page(queryset, params, sort=EVENT_SORT, serialize=event_json))
+
+    @extend_schema(
+        operation_id="events_of_contact",
+        parameters=[*PAGE_PARAMS, OpenApiParameter("contact_id", OpenApiTypes.UUID, OpenApiParameter.PATH)],
+        responses={200: s.EventPageSerializer, 404: ERROR},
+    )
+    def of_contact(self, request, contact_id=None):
+        contact_uuid = _uuid_or_none(contact_id)
+        if contact_uuid is None or not Contact.objects.filter(project=self.project, pk=contact_uuid).exists():
+            raise NotFound("Contact", contact_id)
+        queryset = selectors.event_list(project=self.project, contact_id=contact_uuid)
+        return Response(cursor_page(queryset, request.query_params, sort=EVENT_SORT, serialize=event_json))
+
+    @extend_schema(
+        operation_id="events_stats",
+        parameters=[OpenApiParameter("days", int, description="Period in days (default 30)")],
+        responses={200: s.EventStatSerializer(many=True), 422: ERROR},
+    )
+    def stats(self, request):
+        days = int_param(request.query_params, "days", default=30, maximum=3650)
+        return Response(selectors.event_stats(project=self.project, days=days))
+
+    @extend_schema(operation_id="events_names", responses={200: s.EventNamesSerializer})
+    def names(self, request):
+        return Response({"eventNames": selectors.event_names(project=self.project)})
+
+    def _usage(self, name: str) -> dict:
+        used_in = event_usage(project=self.project, name=name)
+        total, unique = selectors.event_name_counts(project=self.project, name=name)
+        return {
+            "usedInSegments": used_in["segments"],
+            "usedInWorkflows": used_in["workflows"],
+            "totalCount": total,
+            "uniqueContacts": unique,
+            "canDelete": not any(used_in.values()),
+        }
+
+    @extend_schema(
+        operation_id="events_name_usage",
+        parameters=[OpenApiParameter("event_name", str, OpenApiParameter.PATH)],
+        responses={200: s.EventUsageSerializer},
+    )
+    def usage(self, request, event_name=None):
+        return Response(self._usage(event_name))
+
+    @extend_schema(
+        operation_id="events_delete_by_name",
+        parameters=[OpenApiParameter("event_name", str, OpenApiParameter.PATH)],
+        responses={200: s.DeletedCountSerializer, 409: ERROR},
+    )
+    def delete_by_name(self, request, event_name=None):
+        usage = self._usage(event_name)
+        if not usage["canDelete"]:
+            raise Conflict(
+                f'Event "{event_name}" is in use and cannot be deleted',
+                details={"usedInSegments": usage["usedInSegments"], "usedInWorkflows": usage["usedInWorkflows"]},
+            )
+        return Response({"deletedCount": services.events_delete_by_name(project=self.project, name=event_name)})

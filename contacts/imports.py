@@ -1,0 +1,265 @@
+"""CSV import of contacts: checked at upload, run by a Celery task in batches of bulk SQL.
+
+Rules (decisions.md): header row required, `email` column required and `subscribed` optional (both matched
+case-insensitively), every other column a data key (header trimmed, case kept) whose cells are typed: `true`/`false`
+booleans, integers without leading zeros and plain decimals numbers, anything else a string; empty cells ignored.
+UTF-8 with or without BOM; comma or semicolon, whichever the header uses more. A bad row is reported with its row
+number (the header is row 1) and never aborts the import.
+"""
+
+import csv
+import io
+import re
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import validate_email
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from accounts.jobs import job_create, job_run
+from accounts.models import Job, Project
+from config.api.exceptions import ApiError, ErrorCode, ValidationFailed
+from contacts.data_rules import data_rules
+from contacts.models import Contact, ImportUpload
+from contacts.services import contacts_subscription_bulk_set, normalize_email
+
+JOB_TYPE = "CONTACT_IMPORT"
+MAX_ERRORS = 100
+_NUMBER = re.compile(r"^-?(0|[1-9]\d*)(\.\d+)?$")
+_TRUE, _FALSE = {"true", "1", "yes"}, {"false", "0", "no"}
+
+
+def typed_cell(value: str):
+    """`true`/`false` → bool, `42`/`-3.5` → number, everything else (`02134`, `+1 555`, `1e5`) stays a string."""
+    lowered = value.lower()
+    if lowered == "true":
+        return True
+    if lowered == "false":
+        return False
+    if _NUMBER.match(value):
+        return float(value) if "." in value else int(value)
+    return value
+
+
+@dataclass(frozen=True)
+class CsvLayout:
+    delimiter: str
+    email_index: int
+    subscribed_index: int | None
+    data_columns: tuple[tuple[int, str], ...]
+
+
+def _file_error(message: str, code: str = "custom") -> ValidationFailed:
+    return ValidationFailed.field("file", message, code)
+
+
+def _layout(header: list[str], delimiter: str) -> CsvLayout:
+    email_index = subscribed_index = None
+    data_columns = []
+    for index, raw in enumerate(header):
+        name = raw.strip()
+        if name.lower() == "email" and email_index is None:
+            email_index = index
+        elif name.lower() == "subscribed" and subscribed_index is None:
+            subscribed_index = index
+        elif name:
+            data_columns.append((index, name))
+    if email_index is None:
+        raise _file_error("The CSV file needs an email column")
+    return CsvLayout(delimiter, email_index, subscribed_index, tuple(data_columns))
+
+
+def inspect_csv(content: bytes) -> CsvLayout:
+    """Check an upload before accepting it: UTF-8 text, a header with an email column, at least one data row."""
+    try:
+        text = content.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise _file_error("The file is not a UTF-8 CSV file", "invalid_string") from None
+    if "\x00" in text:
+        raise _file_error("The file is not a CSV file", "invalid_string")
+    lines = text.lstrip("\r\n").splitlines()
+    if not lines or not text.strip():
+        raise _file_error("The file is empty", "too_small")
+    first = lines[0]
+    delimiter = ";" if first.count(";") > first.count(",") else ","
+    try:
+        header = next(csv.reader([first], delimiter=delimiter))
+    except csv.Error:
+        raise _file_error("The file is not a CSV file", "invalid_string") from None
+    layout = _layout(header, delimiter)
+    if not any(line.strip() for line in lines[1:]):
+        raise _file_error("The CSV file has no rows after the header", "too_small")
+    return layout
+
+
+def contact_import_start(*, project: Project, upload) -> Job:
+    """Accept an upload: size (413), shape (422), then a job whose task runs after commit."""
+    from contacts.tasks import contact_import_task
+
+    max_bytes = settings.CONTACT_IMPORT_MAX_BYTES
+    if upload.size > max_bytes:
+        raise ApiError(
+            f"The CSV file is larger than {max_bytes // (1024 * 1024)} MB",
+            code=ErrorCode.PAYLOAD_TOO_LARGE,
+            status=413,
+            details={"maxBytes": max_bytes, "size": upload.size},
+        )
+    content = upload.read()
+    inspect_csv(content)
+    job = job_create(project=project, type=JOB_TYPE, params={"filename": upload.name[:255], "size": len(content)})
+    ImportUpload.objects.create(job=job, content=content, filename=upload.name[:255])
+    transaction.on_commit(lambda: contact_import_task.delay(str(job.id)))
+    return job
+
+
+@dataclass
+class _Row:
+    number: int
+    email: str
+    subscribed: bool | None
+    data: dict
+
+
+@dataclass
+class _Totals:
+    total: int = 0
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    failed: int = 0
+    errors: list = field(default_factory=list)
+
+    def fail(self, row: int, email: str | None, error: str) -> None:
+        self.failed += 1
+        if len(self.errors) < MAX_ERRORS:
+            self.errors.append({"row": row, "email": email or None, "error": error})
+
+    def result(self) -> dict:
+        return {
+            "totalRows": self.total,
+            "successCount": self.created + self.updated + self.unchanged,
+            "createdCount": self.created,
+            "updatedCount": self.updated,
+            "unchangedCount": self.unchanged,
+            "failureCount": self.failed,
+            "errors": self.errors,
+        }
+
+
+def _apply_batch(project: Project, rows: list[_Row], totals: _Totals) -> None:
+    """Upsert one batch: one SELECT, one INSERT, one UPDATE, and one UPDATE + INSERT per subscription direction."""
+    for attempt in range(2):
+        try:
+            with transaction.atomic():
+                counts = _upsert_rows(project, rows)
+            break
+        except IntegrityError:
+            # A contact of this batch was created concurrently (by /v1/track): run the batch again as updates.
+            if attempt:
+                raise
+    totals.created += counts[0]
+    totals.updated += counts[1]
+    totals.unchanged += counts[2]
+
+
+def _upsert_rows(project: Project, rows: list[_Row]) -> tuple[int, int, int]:
+    now = timezone.now()
+    existing = {
+        c.email: c
+        for c in Contact.objects.select_for_update().filter(project=project, email__in=[r.email for r in rows])
+    }
+    new, data_changed, subscribe, unsubscribe = [], [], [], []
+    for row in rows:
+        changes = data_rules(row.data)
+        contact = existing.get(row.email)
+        if contact is None:
+            subscribed = True if row.subscribed is None else row.subscribed
+            new.append(
+                Contact(
+                    project=project,
+                    email=row.email,
+                    subscribed=subscribed,
+                    data=changes.apply({}),
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+            continue
+        new_data = changes.apply(contact.data)
+        if new_data != contact.data:
+            contact.data, contact.updated_at = new_data, now
+            data_changed.append(contact)
+        if row.subscribed is not None and row.subscribed != contact.subscribed:
+            (subscribe if row.subscribed else unsubscribe).append(contact)
+    Contact.objects.bulk_create(new)
+    Contact.objects.bulk_update(data_changed, ["data", "updated_at"])
+    contacts_subscription_bulk_set(project=project, contacts=subscribe, subscribed=True, source="import")
+    contacts_subscription_bulk_set(project=project, contacts=unsubscribe, subscribed=False, source="import")
+    updated = len({c.id for c in [*data_changed, *subscribe, *unsubscribe]})
+    return len(new), updated, len(existing) - updated
+
+
+def _parse_subscribed(value: str) -> tuple[bool | None, bool]:
+    lowered = value.strip().lower()
+    if not lowered:
+        return None, True
+    if lowered in _TRUE:
+        return True, True
+    if lowered in _FALSE:
+        return False, True
+    return None, False
+
+
+def _run_import(job: Job, report) -> dict:
+    upload = ImportUpload.objects.get(job=job)
+    content = bytes(upload.content)
+    project = job.project
+    layout = inspect_csv(content)
+    estimated_rows = max(1, content.count(b"\n"))
+    batch_size = settings.CONTACT_IMPORT_BATCH_SIZE
+    stream = io.TextIOWrapper(io.BytesIO(content), encoding="utf-8-sig", newline="")
+    reader = csv.reader(stream, delimiter=layout.delimiter)
+    next(reader)  # the header, already inspected
+    totals, seen, batch = _Totals(), set(), []
+    for number, cells in enumerate(reader, start=2):
+        if not any(cell.strip() for cell in cells):
+            continue
+        totals.total += 1
+        raw_email = cells[layout.email_index].strip() if layout.email_index < len(cells) else ""
+        email = normalize_email(raw_email)
+        try:
+            validate_email(email)
+        except DjangoValidationError:
+            totals.fail(number, raw_email, "Invalid email" if raw_email else "Missing email")
+            continue
+        if email in seen:
+            totals.fail(number, email, "Duplicate email in file")
+            continue
+        subscribed, ok = None, True
+        if layout.subscribed_index is not None and layout.subscribed_index < len(cells):
+            subscribed, ok = _parse_subscribed(cells[layout.subscribed_index])
+        if not ok:
+            totals.fail(number, email, "Invalid subscribed value (use true/false, 1/0 or yes/no)")
+            continue
+        seen.add(email)
+        data = {}
+        for index, key in layout.data_columns:
+            if index < len(cells) and (value := cells[index].strip()):
+                data[key] = typed_cell(value)
+        batch.append(_Row(number, email, subscribed, data))
+        if len(batch) >= batch_size:
+            _apply_batch(project, batch, totals)
+            batch = []
+            report(min(99, totals.total * 100 // estimated_rows), totals.result())
+    if batch:
+        _apply_batch(project, batch, totals)
+    return totals.result()
+
+
+def contact_import_run(*, job_id) -> Job | None:
+    try:
+        return job_run(job_id, _run_import)
+    finally:
+        ImportUpload.objects.filter(job_id=job_id).delete()

@@ -1,0 +1,67 @@
+import uuid
+
+from django.db import models
+from django.utils import timezone
+
+from accounts.models import Project
+
+
+class Contact(models.Model):
+    """A person of a project's audience, identified by a lower-cased email unique within the project."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="contacts")
+    email = models.CharField(max_length=320)
+    subscribed = models.BooleanField(default=True)
+    snoozed_until = models.DateTimeField(null=True, blank=True)
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "email"], name="contact_unique_project_email")]
+        indexes = [
+            # Cursor lists: (project, sort key, id) so every page is one index range scan, both directions.
+            # The unique constraint above already serves sort=email and lookups by email.
+            models.Index(fields=["project", "created_at", "id"], name="contact_project_created"),
+            models.Index(fields=["project", "subscribed", "created_at", "id"], name="contact_project_sub_created"),
+        ]
+
+    def __str__(self) -> str:
+        return self.email
+
+
+class Event(models.Model):
+    """Something a contact did (tracked through the API) or that happened to it (system events)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="events")
+    contact = models.ForeignKey(Contact, on_delete=models.CASCADE, related_name="events")
+    name = models.CharField(max_length=255)
+    # Set on email.* events by the messaging app; a plain UUID so that contacts does not depend on messaging.
+    email_id = models.UUIDField(null=True, blank=True)
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["project", "created_at", "id"], name="event_project_created"),
+            models.Index(fields=["contact", "created_at", "id"], name="event_contact_created"),
+            models.Index(fields=["project", "name", "created_at"], name="event_project_name_created"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ImportUpload(models.Model):
+    """The bytes of an uploaded CSV, kept in the database until its import job has run, so that any worker
+    (on any host) can read it. Deleted by the import when it finishes."""
+
+    job = models.OneToOneField("accounts.Job", on_delete=models.CASCADE, primary_key=True, related_name="+")
+    content = models.BinaryField()
+    filename = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.filename or str(self.job_id)

@@ -1,0 +1,186 @@
+"""Reads of the contacts app. Aggregations over contact data (fields, values) run in the database: one SQL
+statement per vendor, since JSON functions differ between PostgreSQL (production) and SQLite (development)."""
+
+import json
+import math
+from datetime import timedelta
+
+from django.db import connection
+from django.db.models import Count, QuerySet
+from django.utils import timezone
+
+from accounts.models import Project
+from contacts.models import Contact, Event
+
+STANDARD_FIELDS = {"email": "string", "subscribed": "boolean", "createdAt": "date", "updatedAt": "date"}
+_STANDARD_COLUMNS = {"email": "email", "subscribed": "subscribed", "createdAt": "created_at", "updatedAt": "updated_at"}
+
+_PG_FIELDS = r"""
+SELECT e.key,
+       CASE WHEN jsonb_typeof(e.value) = 'string' AND (e.value #>> '{}')
+                 ~ '^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}(:?\d{2})?)?)?$' THEN 'date'
+            ELSE jsonb_typeof(e.value) END,
+       count(*)
+FROM contacts_contact c CROSS JOIN LATERAL jsonb_each(c.data) e
+WHERE c.project_id = %s AND jsonb_typeof(e.value) <> 'null'
+GROUP BY 1, 2
+"""
+_SQLITE_FIELDS = """
+SELECT j.key,
+       CASE WHEN j.type = 'text' AND (j.value GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]'
+                                       OR j.value GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9][T ][0-9][0-9]:[0-9][0-9]*')
+                 THEN 'date'
+            WHEN j.type IN ('integer', 'real') THEN 'number'
+            WHEN j.type IN ('true', 'false') THEN 'boolean'
+            WHEN j.type = 'text' THEN 'string'
+            ELSE j.type END,
+       count(*)
+FROM contacts_contact c, json_each(c.data) j
+WHERE c.project_id = %s AND j.type <> 'null'
+GROUP BY 1, 2
+"""
+_PG_VALUES = """
+SELECT (c.data -> %s)::text, count(*) AS n FROM contacts_contact c
+WHERE c.project_id = %s AND c.data ? %s AND jsonb_typeof(c.data -> %s) <> 'null'
+GROUP BY 1
+"""
+_SQLITE_VALUES = """
+SELECT CASE j.type WHEN 'text' THEN json_quote(j.value) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false'
+                   ELSE CAST(j.value AS TEXT) END,
+       count(*) AS n
+FROM contacts_contact c, json_each(c.data) j
+WHERE c.project_id = %s AND j.key = %s AND j.type <> 'null'
+GROUP BY 1
+"""
+
+
+def _project_param(project: Project):
+    return Contact._meta.get_field("project").get_db_prep_value(project.id, connection)
+
+
+def _is_postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def round_half_up(value: float) -> int:
+    return math.floor(value + 0.5)
+
+
+# Contacts ---------------------------------------------------------------------------------------------------------
+
+
+def contact_list(*, project: Project, search: str | None = None, subscribed: bool | None = None) -> QuerySet:
+    queryset = Contact.objects.filter(project=project)
+    if search:
+        # Emails are stored lower-cased, so a plain LIKE on the lower-cased term is the case-insensitive match,
+        # and it is what the pg_trgm index on email serves (ILIKE/UPPER() would not use it).
+        queryset = queryset.filter(email__contains=search.strip().lower())
+    if subscribed is not None:
+        queryset = queryset.filter(subscribed=subscribed)
+    return queryset
+
+
+def contacts_by_email(*, project: Project, emails: list[str]) -> dict[str, Contact]:
+    return {c.email: c for c in Contact.objects.filter(project=project, email__in=emails).only("id", "email")}
+
+
+def split_field(field: str) -> tuple[str | None, str | None]:
+    """`(standard, None)` for email/subscribed/createdAt/updatedAt, `(None, key)` for `data.<key>` or a bare key."""
+    if field in STANDARD_FIELDS:
+        return field, None
+    key = field[5:] if field.startswith("data.") else field
+    return None, key or None
+
+
+def contact_fields(*, project: Project) -> list[dict]:
+    """Standard fields at coverage 100, then `data.<key>` per top-level key with its most frequent type and the
+    share of contacts having a non-null value; sorted by field."""
+    total = Contact.objects.filter(project=project).count()
+    fields = [{"field": name, "type": kind, "coverage": 100} for name, kind in STANDARD_FIELDS.items()]
+    if total:
+        with connection.cursor() as cursor:
+            cursor.execute(_PG_FIELDS if _is_postgres() else _SQLITE_FIELDS, [_project_param(project)])
+            rows = cursor.fetchall()
+        by_key: dict[str, dict[str, int]] = {}
+        for key, kind, count in rows:
+            by_key.setdefault(key, {})[kind] = count
+        for key, kinds in by_key.items():
+            kind = max(sorted(kinds), key=lambda k: kinds[k])
+            fields.append(
+                {"field": f"data.{key}", "type": kind, "coverage": round_half_up(100 * sum(kinds.values()) / total)}
+            )
+    return sorted(fields, key=lambda item: item["field"])
+
+
+def contact_field_values(*, project: Project, field: str, limit: int) -> tuple[list[dict], int]:
+    """The most frequent values of a field (most frequent first) and the number of distinct values."""
+    standard, key = split_field(field)
+    if standard is not None:
+        column = _STANDARD_COLUMNS[standard]
+        grouped = Contact.objects.filter(project=project).values(column).annotate(n=Count("id")).order_by()
+        distinct = grouped.count()
+        rows = grouped.order_by("-n", column)[:limit]
+        values = [{"value": row[column], "count": row["n"]} for row in rows]
+        if standard in ("createdAt", "updatedAt"):
+            from config.api.timestamps import iso
+
+            values = [{"value": iso(v["value"]), "count": v["count"]} for v in values]
+        return values, distinct
+    sql, params = _values_sql(project, key)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM ({sql}) t", params)  # noqa: S608 - constant SQL
+        distinct = cursor.fetchone()[0]
+        cursor.execute(f"{sql} ORDER BY 2 DESC, 1 LIMIT %s", [*params, limit])
+        rows = cursor.fetchall()
+    return [{"value": json.loads(value), "count": count} for value, count in rows], distinct
+
+
+def _values_sql(project: Project, key: str) -> tuple[str, list]:
+    if _is_postgres():
+        return _PG_VALUES, [key, _project_param(project), key, key]
+    return _SQLITE_VALUES, [_project_param(project), key]
+
+
+def contact_field_count(*, project: Project, field: str) -> int:
+    """How many contacts have a non-null value for the field."""
+    standard, key = split_field(field)
+    if standard is not None:
+        return Contact.objects.filter(project=project).count()
+    sql, params = _values_sql(project, key)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT coalesce(sum(t.n), 0) FROM ({sql}) t", params)  # noqa: S608 - constant SQL
+        return int(cursor.fetchone()[0])
+
+
+# Events -------------------------------------------------------------------------------------------------------
+
+
+def event_list(*, project: Project, name: str | None = None, contact_id=None) -> QuerySet:
+    queryset = Event.objects.filter(project=project)
+    if name:
+        queryset = queryset.filter(name=name)
+    if contact_id is not None:
+        queryset = queryset.filter(contact_id=contact_id)
+    return queryset
+
+
+def event_stats(*, project: Project, days: int) -> list[dict]:
+    since = timezone.now() - timedelta(days=days)
+    rows = (
+        Event.objects.filter(project=project, created_at__gte=since)
+        .values("name")
+        .annotate(count=Count("id"), unique=Count("contact_id", distinct=True))
+        .order_by("-count", "name")
+    )
+    return [{"name": r["name"], "count": r["count"], "uniqueContacts": r["unique"]} for r in rows]
+
+
+def event_names(*, project: Project) -> list[str]:
+    return list(Event.objects.filter(project=project).values_list("name", flat=True).distinct().order_by("name"))
+
+
+def event_name_counts(*, project: Project, name: str) -> tuple[int, int]:
+    counts = Event.objects.filter(project=project, name=name).aggregate(
+        total=Count("id"), unique=Count("contact_id", distinct=True)
+    )
+    return counts["total"], counts["unique"]

@@ -1,0 +1,276 @@
+"""Writes of the contacts app: contacts, their subscription and their events.
+
+Every contact write goes through `data_rules` (the spec's data rules) and every subscription change through
+`contact_subscription_set` / `contacts_subscription_bulk_set`, which record `contact.subscribed` or
+`contact.unsubscribed`. Every event, tracked or system, is recorded by `event_record` / `events_record_bulk`, which
+fire the `contacts.signals` hooks after commit.
+"""
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from accounts.models import Project
+from config.api.exceptions import Conflict
+from contacts.data_rules import data_rules
+from contacts.models import Contact, Event
+from contacts.signals import event_recorded, events_recorded
+
+SUBSCRIBED_EVENT = "contact.subscribed"
+UNSUBSCRIBED_EVENT = "contact.unsubscribed"
+_RESERVED_EVENT = re.compile(r"^(email\..*|contact\.subscribed|contact\.unsubscribed|segment\..+\.(entry|exit))$", re.S)
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+
+
+def normalize_email(email: str) -> str:
+    return email.strip().lower()
+
+
+def event_name_is_reserved(name: str) -> bool:
+    return bool(_RESERVED_EVENT.match(name))
+
+
+# Events ----------------------------------------------------------------------------------------------------------
+
+
+def _announce(project: Project, events: list[Event]) -> None:
+    if not events or not (event_recorded.has_listeners(Event) or events_recorded.has_listeners(Event)):
+        return
+
+    def send() -> None:
+        for event in events:
+            event_recorded.send(sender=Event, project=project, contact=event.contact, event=event)
+        events_recorded.send(sender=Event, project=project, events=events)
+
+    transaction.on_commit(send)
+
+
+def event_record(*, project: Project, contact: Contact, name: str, data: dict | None = None, email_id=None) -> Event:
+    """Record one event (tracked or system) and announce it after commit."""
+    event = Event.objects.create(project=project, contact=contact, name=name, data=data or {}, email_id=email_id)
+    _announce(project, [event])
+    return event
+
+
+def events_record_bulk(*, project: Project, items: Iterable[tuple[Contact, str, dict]]) -> list[Event]:
+    """Record many events in one INSERT and announce them after commit; `items` are (contact, name, data)."""
+    now = timezone.now()
+    events = [Event(project=project, contact=c, name=n, data=d or {}, created_at=now) for c, n, d in items]
+    if events:
+        Event.objects.bulk_create(events, batch_size=1000)
+        _announce(project, events)
+    return events
+
+
+def events_delete_by_name(*, project: Project, name: str) -> int:
+    deleted, _ = Event.objects.filter(project=project, name=name).delete()
+    return deleted
+
+
+# Subscription ------------------------------------------------------------------------------------------------------
+
+
+def contact_subscription_set(
+    *, contact: Contact, subscribed: bool | None, source: str, save: bool = True
+) -> Event | None:
+    """The one place a single contact's subscription changes.
+
+    Records `contact.subscribed` / `contact.unsubscribed` when the value really changes and nothing otherwise.
+    With `save=False` the caller saves the contact (together with its other changes) itself.
+    """
+    if subscribed is None or contact.subscribed == subscribed:
+        return None
+    contact.subscribed = subscribed
+    if save:
+        contact.updated_at = timezone.now()
+        contact.save(update_fields=["subscribed", "updated_at"])
+    return event_record(
+        project=contact.project,
+        contact=contact,
+        name=SUBSCRIBED_EVENT if subscribed else UNSUBSCRIBED_EVENT,
+        data={"source": source},
+    )
+
+
+def contacts_subscription_bulk_set(
+    *, project: Project, contacts: Sequence[Contact], subscribed: bool, source: str
+) -> list[Contact]:
+    """Set the subscription of many contacts of `project` in one UPDATE; return those that changed, each of which
+    gets its subscription event (in one INSERT)."""
+    changing = [c for c in contacts if c.project_id == project.id and c.subscribed != subscribed]
+    if not changing:
+        return []
+    now = timezone.now()
+    Contact.objects.filter(project=project, id__in=[c.id for c in changing]).update(
+        subscribed=subscribed, updated_at=now
+    )
+    name = SUBSCRIBED_EVENT if subscribed else UNSUBSCRIBED_EVENT
+    for contact in changing:
+        contact.subscribed, contact.updated_at = subscribed, now
+    events_record_bulk(project=project, items=[(c, name, {"source": source}) for c in changing])
+    return changing
+
+
+# Contacts ------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class UpsertResult:
+    contact: Contact
+    created: bool
+    changed: bool
+    # The request's data variables (persistent and `persistent: false` values), for templates and event data.
+    variables: dict
+
+
+def contact_upsert(
+    *,
+    project: Project,
+    email: str,
+    subscribed: bool | None = None,
+    data: dict | None = None,
+    new_subscribed: bool = True,
+    source: str,
+) -> UpsertResult:
+    """Create the contact of `email` or update it, applying the data rules; the one upsert of every path.
+
+    1. Lock the existing row (concurrent upserts of one contact merge their data one after the other).
+    2. Missing: insert with `subscribed` (or `new_subscribed`: true for POST /contacts and /v1/track, false for
+       /v1/send); a concurrent insert of the same email is caught and the upsert continues as an update.
+    3. Existing: merge the data, change the subscription through `contact_subscription_set`, save only what changed.
+    """
+    email = normalize_email(email)
+    changes = data_rules(data)
+    contact = Contact.objects.select_for_update().filter(project=project, email=email).first()
+    if contact is None:
+        contact = Contact(
+            project=project,
+            email=email,
+            subscribed=new_subscribed if subscribed is None else subscribed,
+            data=changes.apply({}),
+        )
+        try:
+            with transaction.atomic():
+                contact.save(force_insert=True)
+            return UpsertResult(contact=contact, created=True, changed=True, variables=changes.variables)
+        except IntegrityError:
+            contact = Contact.objects.select_for_update().get(project=project, email=email)
+    contact.project = project
+    fields = []
+    new_data = changes.apply(contact.data)
+    if new_data != contact.data:
+        contact.data = new_data
+        fields.append("data")
+    if contact_subscription_set(contact=contact, subscribed=subscribed, source=source, save=False):
+        fields.append("subscribed")
+    if fields:
+        contact.updated_at = timezone.now()
+        contact.save(update_fields=[*fields, "updated_at"])
+    return UpsertResult(contact=contact, created=False, changed=bool(fields), variables=changes.variables)
+
+
+def contact_update(
+    *, contact: Contact, email: str | None = UNSET, subscribed: bool | None = None, data: dict | None = UNSET
+) -> Contact:
+    """PATCH semantics: `email` (409 when another contact of the project has it), `subscribed` (events on change),
+    `data` patched by the data rules, or cleared entirely by `data: null`."""
+    fields = []
+    if email is not UNSET and email is not None:
+        email = normalize_email(email)
+        if email != contact.email:
+            if Contact.objects.filter(project_id=contact.project_id, email=email).exclude(pk=contact.pk).exists():
+                raise Conflict(f'A contact with email "{email}" already exists', details={"field": "email"})
+            contact.email = email
+            fields.append("email")
+    if data is not UNSET:
+        new_data = {} if data is None else data_rules(data).apply(contact.data)
+        if new_data != contact.data:
+            contact.data = new_data
+            fields.append("data")
+    if contact_subscription_set(contact=contact, subscribed=subscribed, source="api", save=False):
+        fields.append("subscribed")
+    if fields:
+        contact.updated_at = timezone.now()
+        try:
+            with transaction.atomic():
+                contact.save(update_fields=[*fields, "updated_at"])
+        except IntegrityError:
+            raise Conflict(
+                f'A contact with email "{contact.email}" already exists', details={"field": "email"}
+            ) from None
+    return contact
+
+
+def contact_delete(*, contact: Contact) -> None:
+    """Delete the contact; its events go with it (database cascade through the ORM's fast delete)."""
+    contact.delete()
+
+
+def contacts_delete_bulk(*, project: Project, contact_ids: Iterable) -> list:
+    """Delete the contacts of `project` among `contact_ids` (others are ignored); return the ids deleted."""
+    ids = list(Contact.objects.filter(project=project, id__in=list(contact_ids)).values_list("id", flat=True))
+    if ids:
+        Event.objects.filter(project=project, contact_id__in=ids).delete()
+        Contact.objects.filter(project=project, id__in=ids).delete()
+    return ids
+
+
+def contact_field_delete(*, project: Project, key: str) -> int:
+    """Remove the data key from every contact of the project in one UPDATE; return how many contacts had it."""
+    now = timezone.now()
+    project_id = Contact._meta.get_field("project").get_db_prep_value(project.id, connection)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "UPDATE contacts_contact SET data = data - %s, updated_at = %s WHERE project_id = %s AND data ? %s",
+                [key, now, project_id, key],
+            )
+            return cursor.rowcount
+        if '"' not in key:
+            path = f'$."{key}"'
+            cursor.execute(
+                "UPDATE contacts_contact SET data = json_remove(data, %s), updated_at = %s "
+                "WHERE project_id = %s AND json_type(data, %s) IS NOT NULL",
+                [path, now, project_id, path],
+            )
+            return cursor.rowcount
+    # SQLite cannot address a key containing a double quote in a JSON path: do it row by row (development only).
+    changed = [c for c in Contact.objects.filter(project=project) if key in c.data]
+    for contact in changed:
+        del contact.data[key]
+        contact.updated_at = now
+    Contact.objects.bulk_update(changed, ["data", "updated_at"], batch_size=500)
+    return len(changed)
+
+
+# Tracking -------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TrackResult:
+    contact: Contact
+    event: Event
+    created: bool
+
+
+def event_track(
+    *, project: Project, email: str, name: str, subscribed: bool | None = None, data: dict | None = None
+) -> TrackResult:
+    """`/v1/track` and `/events/track`: upsert the contact (new ones subscribed unless told otherwise), apply the
+    data rules, record the event with both persistent and per-request values. The caller has validated `name`."""
+    upsert = contact_upsert(
+        project=project, email=email, subscribed=subscribed, data=data, new_subscribed=True, source="track"
+    )
+    event = event_record(project=project, contact=upsert.contact, name=name, data=upsert.variables)
+    return TrackResult(contact=upsert.contact, event=event, created=upsert.created)

@@ -1,0 +1,16 @@
+"""The one hook other apps use to react to events, without the contacts app knowing them.
+
+Both signals are sent after the transaction that recorded the events commits (a rolled back request announces
+nothing, and receivers may enqueue Celery tasks that read the rows):
+
+- `event_recorded(sender=Event, project, contact, event)`: once per event, tracked or system, single or bulk.
+- `events_recorded(sender=Event, project, events)`: once per recording call with all its events (a list of one
+  for a single event); each event has `.contact` loaded. Connect to this one for set-based work.
+
+A receiver connects to one of the two, never both, or it sees every event twice.
+"""
+
+from django.dispatch import Signal
+
+event_recorded = Signal()
+events_recorded = Signal()
