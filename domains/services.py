@@ -1,18 +1,67 @@
+"""Writes on sender domains, and the one sender-authorisation rule used by templates, campaigns and /v1/send."""
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import Project
-from config.api.exceptions import Conflict, ValidationFailed
+from config.api.exceptions import ApiError, Conflict, ErrorCode, ValidationFailed
+from config.api.timestamps import iso
+from domains import dkim, records
 from domains.models import Domain
 from domains.names import normalize_domain
+from domains.records import CheckStatus, Purpose
+from domains.senders import sender_uses
+
+logger = logging.getLogger(__name__)
+
+_TAKEN = 'Domain "{}" is already registered'
+
+
+def _normalized_or_422(name: str, *, field: str = "domain") -> str:
+    normalized = normalize_domain(name)
+    if normalized is None:
+        raise ValidationFailed.field(field, f'"{name}" is not a valid domain name', "invalid_string")
+    return normalized
+
+
+def domain_create(*, project: Project, name: str) -> Domain:
+    """Add a domain to a project with a fresh DKIM key; 409 if any project (this one included) has it already.
+
+    The message is the same whoever owns it, so that nobody learns which domains other projects send from.
+    """
+    normalized = _normalized_or_422(name)
+    if Domain.objects.filter(name=normalized).exists():
+        raise Conflict(_TAKEN.format(normalized), details={"domain": normalized})
+    public_key, private_key = dkim.generate_key_pair()
+    domain = Domain(
+        project=project,
+        name=normalized,
+        dkim_selector=dkim.new_selector(),
+        dkim_public_key=public_key,
+        dkim_private_key_encrypted=private_key,
+    )
+    domain.full_clean(validate_unique=False)
+    try:
+        with transaction.atomic():
+            domain.save(force_insert=True)
+    except IntegrityError:
+        raise Conflict(_TAKEN.format(normalized), details={"domain": normalized}) from None
+    return domain
 
 
 @transaction.atomic
 def domain_mark_verified_by_operator(*, project: Project, name: str) -> Domain:
-    """Record a domain as verified because an operator vouches for it (no DNS check)."""
-    normalized = normalize_domain(name)
-    if normalized is None:
-        raise ValidationFailed.field("domain", f'"{name}" is not a valid domain name', "invalid_string")
+    """Record a domain as verified because an operator vouches for it (no DNS check).
+
+    Its DKIM key is made on first use (`domain_dkim_key_ensure`), which keeps this path cheap for commands and
+    test fixtures. Operator-verified domains are still checked, but a missing DKIM record never demotes them.
+    """
+    normalized = _normalized_or_422(name)
     domain = Domain.objects.select_for_update().filter(name=normalized).first()
     if domain is not None and domain.project_id != project.id:
         raise Conflict("This domain is already registered by another project")
@@ -25,5 +74,172 @@ def domain_mark_verified_by_operator(*, project: Project, name: str) -> Domain:
     domain.status = Domain.Status.VERIFIED
     domain.verification_method = Domain.Method.OPERATOR
     domain.verified_at = timezone.now()
-    domain.save(update_fields=["status", "verification_method", "verified_at", "updated_at"])
+    domain.dkim_miss_count = 0
+    domain.save(update_fields=["status", "verification_method", "verified_at", "dkim_miss_count", "updated_at"])
     return domain
+
+
+def domain_dkim_key_ensure(*, domain: Domain) -> Domain:
+    """Give a domain its selector and key pair if it has none yet (operator-verified domains); race-safe."""
+    if domain.dkim_public_key and domain.dkim_selector:
+        return domain
+    public_key, private_key = dkim.generate_key_pair()
+    Domain.objects.filter(pk=domain.pk, dkim_public_key="").update(
+        dkim_selector=dkim.new_selector(),
+        dkim_public_key=public_key,
+        dkim_private_key_encrypted=private_key,
+        updated_at=timezone.now(),
+    )
+    domain.refresh_from_db(fields=["dkim_selector", "dkim_public_key", "dkim_private_key_encrypted", "updated_at"])
+    return domain
+
+
+def domain_check(*, domain: Domain) -> Domain:
+    """Check every record of a domain against DNS now and move its state.
+
+    1. Look up each expected record outside any transaction (DNS can take seconds).
+    2. In a short transaction on the locked row, store each record's result and:
+       - DKIM record carries our key: the domain is verified (method dns unless an operator vouched before);
+       - DKIM record absent (NXDOMAIN, no record, no matching key) on a verified domain: count a miss; at
+         `DOMAINS_DKIM_MISSES_BEFORE_PENDING` misses in a row the domain goes back to pending (not for domains an
+         operator vouched for);
+       - DNS could not tell (timeout, SERVFAIL): nothing moves; the record shows pending with the reason.
+    """
+    domain = domain_dkim_key_ensure(domain=domain)
+    now = timezone.now()
+    results = {
+        record.purpose: (record, records.check(record, public_key=domain.dkim_public_key))
+        for record in records.expected_records(domain)
+    }
+    with transaction.atomic():
+        locked = Domain.objects.select_for_update().get(pk=domain.pk)
+        locked.record_checks = {
+            str(purpose): {
+                "status": str(result.status),
+                "lastError": result.last_error,
+                "expected": record.value,
+                "checkedAt": iso(now),
+            }
+            for purpose, (record, result) in results.items()
+        }
+        locked.last_checked_at = now
+        fields = ["record_checks", "last_checked_at", "updated_at"]
+        _, dkim_result = results[Purpose.DKIM]
+        if dkim_result.status == CheckStatus.VALID:
+            if not locked.is_verified:
+                locked.status = Domain.Status.VERIFIED
+                locked.verification_method = Domain.Method.DNS
+                locked.verified_at = now
+                fields += ["status", "verification_method", "verified_at"]
+                logger.info("Domain %s verified", locked.name)
+            locked.dkim_miss_count = 0
+            fields.append("dkim_miss_count")
+        elif dkim_result.absent and locked.is_verified and locked.verification_method != Domain.Method.OPERATOR:
+            locked.dkim_miss_count += 1
+            fields.append("dkim_miss_count")
+            if locked.dkim_miss_count >= settings.DOMAINS_DKIM_MISSES_BEFORE_PENDING:
+                locked.status = Domain.Status.PENDING
+                locked.verified_at = None
+                locked.dkim_miss_count = 0
+                fields += ["status", "verified_at"]
+                logger.warning("Domain %s back to pending: DKIM record missing on consecutive checks", locked.name)
+        locked.save(update_fields=fields)
+    return locked
+
+
+def domain_check_claim(*, domain_id, min_interval: timedelta = timedelta(seconds=60)) -> bool:
+    """Claim a background check: False when the domain is gone or was checked within `min_interval` (by a
+    user's `GET /domains/:id/verify` or an overlapping run), so two workers never check one domain at once."""
+    now = timezone.now()
+    return bool(
+        Domain.objects.filter(pk=domain_id)
+        .filter(Q(last_checked_at__isnull=True) | Q(last_checked_at__lt=now - min_interval))
+        .update(last_checked_at=now)
+    )
+
+
+def domain_delete(*, domain: Domain) -> None:
+    """Delete a domain, unless a template or campaign of the project would lose its sender (409 naming them)."""
+    uses = [
+        use
+        for use in sender_uses(project=domain.project, domain_name=domain.name)
+        if not _covered_by_other(domain, use.address)
+    ]
+    if uses:
+        names = ", ".join(f'{use.kind} "{use.name}"' for use in uses[:10])
+        more = f" and {len(uses) - 10} more" if len(uses) > 10 else ""
+        raise Conflict(
+            f'Domain "{domain.name}" is the sender domain of {names}{more}; change their sender before deleting it',
+            details={
+                "domain": domain.name,
+                "usedBy": [{"type": use.kind, "id": use.id, "name": use.name, "from": use.address} for use in uses],
+            },
+        )
+    domain.delete()
+
+
+def _covered_by_other(domain: Domain, address: str) -> bool:
+    host = _address_domain(address)
+    if host is None:
+        return False
+    return (
+        Domain.objects.filter(project_id=domain.project_id, status=Domain.Status.VERIFIED, name__in=_suffixes(host))
+        .exclude(pk=domain.pk)
+        .exists()
+    )
+
+
+def _address_domain(address: str) -> str | None:
+    _, at, host = (address or "").strip().rpartition("@")
+    if not at:
+        return None
+    return normalize_domain(host.strip().strip("<>").rstrip("."))
+
+
+def _suffixes(host: str) -> list[str]:
+    labels = host.split(".")
+    return [".".join(labels[i:]) for i in range(len(labels) - 1)]
+
+
+class DomainNotVerified(ApiError):
+    status, code = 403, ErrorCode.DOMAIN_NOT_VERIFIED
+
+
+def sender_domain_for(*, project: Project, address: str) -> Domain:
+    """The verified domain of `project` that authorises sending from `address`, or 403 DOMAIN_NOT_VERIFIED.
+
+    The from-domain (lower-cased, trailing dot removed, IDNA-encoded) must equal a verified domain of the project
+    or be a subdomain of one; the closest such domain is returned: the message is DKIM-signed as it.
+    """
+    host = _address_domain(address)
+    shown = (address or "").rpartition("@")[2].strip().rstrip(".").lower() or address
+    if host is None:
+        raise DomainNotVerified(
+            f'Domain "{shown}" is not verified for this project',
+            details={"domain": shown},
+            suggestion="Add the domain under Domains and publish its DNS records",
+        )
+    candidates = _suffixes(host)
+    verified = {
+        domain.name: domain
+        for domain in Domain.objects.filter(project=project, status=Domain.Status.VERIFIED, name__in=candidates)
+    }
+    for name in candidates:  # closest first
+        if name in verified:
+            return verified[name]
+    raise DomainNotVerified(
+        f'Domain "{host}" is not verified for this project',
+        details={"domain": host},
+        suggestion="Add the domain under Domains and publish its DNS records",
+    )
+
+
+def domain_sign_message(*, domain: Domain, message: bytes) -> bytes:
+    """The DKIM-Signature header for `message`, signed as `domain` with its key (made on first use)."""
+    domain = domain_dkim_key_ensure(domain=domain)
+    return dkim.sign(
+        message=message,
+        selector=domain.dkim_selector,
+        domain_name=domain.name,
+        private_key_encrypted=domain.dkim_private_key_encrypted,
+    )

@@ -1,0 +1,72 @@
+"""Domains endpoints and POST /v1/verify: parse, call one service or selector, serialize."""
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers as drf_serializers
+from rest_framework.response import Response
+
+from config.api.exceptions import Forbidden, NotFound
+from config.api.validation import validate
+from config.api.views import ApiView, ProjectScopedViewSet
+from domains import selectors, services
+from domains.api import serializers as s
+from domains.models import Domain
+from domains.verify import email_verify
+
+ERROR = OpenApiResponse(description="Error envelope")
+
+
+def domain_json(domain: Domain) -> dict:
+    return s.DomainOutputSerializer(domain).data
+
+
+class DomainViewSet(ProjectScopedViewSet):
+    queryset = Domain.objects.all()
+    resource_name = "Domain"
+
+    @extend_schema(
+        operation_id="domains_create",
+        request=s.DomainCreateInputSerializer,
+        responses={201: s.DomainOutputSerializer, 403: ERROR, 409: ERROR, 422: ERROR},
+    )
+    def create(self, request):
+        data = validate(s.DomainCreateInputSerializer, request.data)
+        project_id = data.get("projectId")
+        if project_id is not None and project_id != str(self.project.id):
+            raise Forbidden("projectId must be the project of the API key")
+        domain = services.domain_create(project=self.project, name=data["domain"])
+        return Response(domain_json(domain), status=201)
+
+    @extend_schema(operation_id="domains_of_project", responses={200: s.DomainOutputSerializer(many=True), 404: ERROR})
+    def of_project(self, request, project_id: str):
+        if project_id != str(self.project.id):
+            raise NotFound("Project", project_id)
+        domains = [services.domain_dkim_key_ensure(domain=d) for d in selectors.domain_list(project=self.project)]
+        return Response([domain_json(domain) for domain in domains])
+
+    @extend_schema(operation_id="domains_verify", responses={200: s.DomainOutputSerializer, 404: ERROR})
+    def verify(self, request, pk: str):
+        domain = services.domain_check(domain=self.get_object())
+        return Response(domain_json(domain))
+
+    @extend_schema(operation_id="domains_delete", responses={204: None, 404: ERROR, 409: ERROR})
+    def destroy(self, request, pk: str):
+        services.domain_delete(domain=self.get_object())
+        return Response(status=204)
+
+
+class VerifyView(ApiView):
+    @extend_schema(
+        operation_id="v1_verify",
+        request=s.VerifyInputSerializer,
+        responses={
+            200: inline_serializer(
+                "VerifyResponse",
+                {"success": drf_serializers.BooleanField(), "data": s.VerifyOutputSerializer()},
+            ),
+            422: ERROR,
+        },
+    )
+    def post(self, request):
+        data = validate(s.VerifyInputSerializer, request.data)
+        result = email_verify(email=data["email"])
+        return Response({"success": True, "data": s.VerifyOutputSerializer(result).data})

@@ -1,0 +1,216 @@
+"""The one DNS resolver of the service, built on dnspython.
+
+Every lookup (domain verification, `/v1/verify`, DKIM checks) goes through `resolve`, which:
+
+1. asks the nameservers of `DNS_NAMESERVERS` (`host[:port]`, `[v6]:port`), or the system's when the list is empty,
+   within `DNS_TIMEOUT_SECONDS` in total;
+2. never raises for what DNS can answer or fail to answer: NXDOMAIN, no answer, SERVFAIL/REFUSED, a timeout or a
+   malformed name all come back as a `DnsResult` with a `status` and a human `reason`;
+3. keeps answers briefly in Django's cache (Redis in production), per name and type, so that verifying a thousand
+   addresses of one domain asks DNS once. Callers that must see a record the owner just published pass
+   `use_cache=False`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import logging
+from dataclasses import dataclass
+from enum import StrEnum
+
+import dns.exception
+import dns.name
+import dns.nameserver
+import dns.rdatatype
+import dns.resolver
+from django.conf import settings
+from django.core.cache import cache
+from django.core.exceptions import ImproperlyConfigured
+
+logger = logging.getLogger(__name__)
+
+
+class DnsStatus(StrEnum):
+    OK = "ok"
+    NXDOMAIN = "nxdomain"  # the name does not exist
+    NO_ANSWER = "no_answer"  # the name exists, without records of this type
+    SERVFAIL = "servfail"  # every nameserver failed (SERVFAIL, REFUSED, unreachable)
+    TIMEOUT = "timeout"
+    INVALID_NAME = "invalid_name"
+    ERROR = "error"
+
+
+# Temporary failures say nothing about the records; checks treat them as "could not tell".
+TEMPORARY = frozenset({DnsStatus.SERVFAIL, DnsStatus.TIMEOUT, DnsStatus.ERROR})
+
+
+@dataclass(frozen=True)
+class DnsResult:
+    name: str
+    rdtype: str
+    status: DnsStatus
+    # Text of each record: TXT strings joined, "10 mx.example.com" for MX, addresses, CNAME targets (no final dot).
+    records: tuple[str, ...] = ()
+    ttl: int = 0
+    reason: str | None = None
+
+    @property
+    def found(self) -> bool:
+        return self.status == DnsStatus.OK and bool(self.records)
+
+    @property
+    def temporary_failure(self) -> bool:
+        return self.status in TEMPORARY
+
+    @property
+    def name_exists(self) -> bool | None:
+        """True when DNS knows the name, False on NXDOMAIN, None when the lookup could not tell."""
+        if self.status in (DnsStatus.OK, DnsStatus.NO_ANSWER):
+            return True
+        if self.status in (DnsStatus.NXDOMAIN, DnsStatus.INVALID_NAME):
+            return False
+        return None
+
+
+def parse_nameserver(value: str) -> dns.nameserver.Do53Nameserver:
+    """`1.2.3.4`, `1.2.3.4:5353`, `::1`, `[::1]:5353` -> a nameserver; anything else fails loudly."""
+    text = value.strip()
+    host, port = text, 53
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        if rest:
+            port = _port(rest.removeprefix(":"), value)
+    elif text.count(":") == 1:
+        host, port_text = text.split(":")
+        port = _port(port_text, value)
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        raise ImproperlyConfigured(f"DNS_NAMESERVERS: {value!r} is not an IP address with an optional port") from None
+    return dns.nameserver.Do53Nameserver(host, port)
+
+
+def _port(text: str, value: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise ImproperlyConfigured(f"DNS_NAMESERVERS: {value!r} has an invalid port")
+    return int(text)
+
+
+_resolvers: dict[tuple, dns.resolver.Resolver] = {}
+
+
+def get_resolver() -> dns.resolver.Resolver:
+    """One resolver per configuration (tests change the settings between cases)."""
+    nameservers = tuple(settings.DNS_NAMESERVERS)
+    timeout = float(settings.DNS_TIMEOUT_SECONDS)
+    key = (nameservers, timeout)
+    resolver = _resolvers.get(key)
+    if resolver is None:
+        if nameservers:
+            resolver = dns.resolver.Resolver(configure=False)
+            resolver.nameservers = [parse_nameserver(value) for value in nameservers]
+        else:
+            resolver = dns.resolver.Resolver(configure=True)
+        resolver.lifetime = timeout
+        resolver.timeout = timeout
+        resolver.use_edns(0, 0, 1232)
+        _resolvers[key] = resolver
+    return resolver
+
+
+def _cache_key(name: str, rdtype: str) -> str:
+    key = f"herald:dns:{rdtype}:{name}"
+    if len(key) > 200:
+        key = f"herald:dns:{rdtype}:#{hashlib.sha256(name.encode()).hexdigest()}"
+    return key
+
+
+def _cache_seconds(result: DnsResult) -> int:
+    if result.status == DnsStatus.OK:
+        return max(1, min(result.ttl or settings.DNS_CACHE_SECONDS, settings.DNS_CACHE_SECONDS))
+    if result.status in (DnsStatus.NXDOMAIN, DnsStatus.NO_ANSWER, DnsStatus.INVALID_NAME):
+        return settings.DNS_NEGATIVE_CACHE_SECONDS
+    return settings.DNS_FAILURE_CACHE_SECONDS
+
+
+def _pack(result: DnsResult) -> tuple:
+    return (str(result.status), result.records, result.ttl, result.reason)
+
+
+def _unpack(name: str, rdtype: str, value: tuple) -> DnsResult:
+    status, records, ttl, reason = value
+    return DnsResult(name=name, rdtype=rdtype, status=DnsStatus(status), records=tuple(records), ttl=ttl, reason=reason)
+
+
+def cached(queries: list[tuple[str, str]]) -> dict[tuple[str, str], DnsResult]:
+    """Answers already in the cache for these (name, type) pairs, in one cache round trip."""
+    keys = {_cache_key(name.lower().rstrip("."), rdtype.upper()): (name, rdtype) for name, rdtype in queries}
+    try:
+        hits = cache.get_many(list(keys))
+    except Exception:
+        logger.warning("DNS answer cache unavailable", exc_info=True)
+        return {}
+    return {keys[key]: _unpack(*keys[key], value) for key, value in hits.items()}
+
+
+def resolve(name: str, rdtype: str, *, use_cache: bool = True) -> DnsResult:
+    """Look up `rdtype` records of `name`; never raises for DNS failures (see the module docstring)."""
+    name = name.lower().rstrip(".")
+    rdtype = rdtype.upper()
+    key = _cache_key(name, rdtype)
+    if use_cache:
+        try:
+            hit = cache.get(key)
+        except Exception:
+            logger.warning("DNS answer cache unavailable", exc_info=True)
+            hit = None
+        if hit is not None:
+            return _unpack(name, rdtype, hit)
+    result = _query(name, rdtype)
+    seconds = _cache_seconds(result)
+    if seconds > 0:
+        try:
+            cache.set(key, _pack(result), seconds)
+        except Exception:
+            logger.warning("DNS answer cache unavailable", exc_info=True)
+    return result
+
+
+def _query(name: str, rdtype: str) -> DnsResult:
+    def fail(status: DnsStatus, reason: str) -> DnsResult:
+        return DnsResult(name=name, rdtype=rdtype, status=status, reason=reason)
+
+    try:
+        answer = get_resolver().resolve(name, rdtype, search=False)
+    except dns.resolver.NXDOMAIN:
+        return fail(DnsStatus.NXDOMAIN, f"{name} does not exist (NXDOMAIN)")
+    except dns.resolver.NoAnswer:
+        return fail(DnsStatus.NO_ANSWER, f"No {rdtype} record found at {name}")
+    except dns.resolver.NoNameservers:
+        return fail(DnsStatus.SERVFAIL, f"DNS servers failed to answer for {name} (SERVFAIL)")
+    except dns.exception.Timeout:
+        return fail(DnsStatus.TIMEOUT, f"DNS lookup of {name} timed out")
+    except (dns.name.NameTooLong, dns.name.LabelTooLong, dns.name.EmptyLabel, dns.resolver.YXDOMAIN):
+        return fail(DnsStatus.INVALID_NAME, f"{name} is not a valid DNS name")
+    except dns.exception.DNSException as exc:
+        logger.warning("DNS lookup of %s %s failed: %s", rdtype, name, exc)
+        return fail(DnsStatus.ERROR, f"DNS lookup of {name} failed")
+    return DnsResult(
+        name=name,
+        rdtype=rdtype,
+        status=DnsStatus.OK,
+        records=tuple(_text(rdata) for rdata in answer),
+        ttl=answer.rrset.ttl if answer.rrset is not None else 0,
+    )
+
+
+def _text(rdata) -> str:
+    if rdata.rdtype == dns.rdatatype.TXT:
+        # A long TXT record (a 2048-bit DKIM key) arrives as several strings that form one value.
+        return b"".join(rdata.strings).decode("utf-8", "replace")
+    if rdata.rdtype == dns.rdatatype.MX:
+        return f"{rdata.preference} {rdata.exchange.to_text(omit_final_dot=True).lower()}"
+    if rdata.rdtype in (dns.rdatatype.CNAME, dns.rdatatype.NS):
+        return rdata.target.to_text(omit_final_dot=True).lower()
+    return rdata.to_text()

@@ -1,0 +1,36 @@
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Q, QuerySet
+
+from accounts.models import Project
+from domains.models import Domain
+
+
+def domain_list(*, project: Project) -> QuerySet[Domain]:
+    """A project's domains, verified and pending, newest first."""
+    return Domain.objects.filter(project=project).order_by("-created_at", "id")
+
+
+def domains_due_for_check(*, now: datetime, limit: int | None = None) -> list:
+    """Ids of the domains the periodic check should look at, least recently checked first, bounded.
+
+    Pending domains are due on every run (owners are waiting for them); verified ones once per
+    `DOMAINS_VERIFIED_RECHECK_MINUTES`, which is what notices a DKIM record that disappeared.
+    """
+    limit = limit or settings.DOMAINS_CHECK_BATCH_SIZE
+    verified_before = now - timedelta(minutes=settings.DOMAINS_VERIFIED_RECHECK_MINUTES)
+    never = Q(last_checked_at__isnull=True)
+    pending = list(
+        Domain.objects.filter(status=Domain.Status.PENDING)
+        .filter(never | Q(last_checked_at__lt=now - timedelta(minutes=1)))
+        .order_by("last_checked_at", "created_at")
+        .values_list("id", flat=True)[:limit]
+    )
+    verified = list(
+        Domain.objects.filter(status=Domain.Status.VERIFIED)
+        .filter(never | Q(last_checked_at__lt=verified_before))
+        .order_by("last_checked_at", "created_at")
+        .values_list("id", flat=True)[: max(0, limit - len(pending))]
+    )
+    return pending + verified
