@@ -102,7 +102,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     }
 else:
     DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=60))
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    # A health check costs a round trip at the start of every request; off by default, since a broken
+    # persistent connection is discarded after its first error anyway.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DATABASE_CONN_HEALTH_CHECKS", default=False)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "accounts.User"
 

@@ -1,0 +1,52 @@
+"""API overhead: authentication + rate limit + envelope on a trivial authenticated endpoint.
+
+Runs gunicorn on PostgreSQL and Redis (cache and broker) and drives `GET <path>` with wrk at 50 connections.
+The rate limit stays on (it is part of the overhead) but is raised so that it does not answer 429s.
+
+    python bench/api_overhead.py [--path /contacts?limit=1] [--seconds 20] [--workers 4] [--runs 3]
+"""
+
+import argparse
+import json
+import statistics
+
+from serve import bench_env, fresh_database, gunicorn, machine, setup_project, wrk
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--path", default="/contacts?limit=1")
+    parser.add_argument("--seconds", type=int, default=20)
+    parser.add_argument("--connections", type=int, default=50)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--port", type=int, default=18001)
+    args = parser.parse_args()
+
+    fresh_database("herald_bench_api")
+    env = bench_env("herald_bench_api", API_RATE_LIMIT_PER_MINUTE="100000000")
+    project = setup_project(env)
+    runs = []
+    with gunicorn(env, port=args.port, workers=args.workers, threads=args.threads) as base:
+        wrk(base + args.path, key=project["secretKey"], connections=args.connections, seconds=3)  # warm-up
+        for _ in range(args.runs):
+            runs.append(
+                wrk(base + args.path, key=project["secretKey"], connections=args.connections, seconds=args.seconds)
+            )
+    summary = {
+        "benchmark": "api_overhead",
+        "path": args.path,
+        "connections": args.connections,
+        "gunicorn": f"{args.workers} workers x {args.threads} threads",
+        "machine": machine(),
+        "median_requests_per_second": statistics.median(run["requests_per_second"] for run in runs),
+        "median_p50_ms": statistics.median(run["p50_ms"] for run in runs),
+        "median_p99_ms": statistics.median(run["p99_ms"] for run in runs),
+        "runs": runs,
+    }
+    print(json.dumps(summary, indent=2))
+
+
+if __name__ == "__main__":
+    main()
