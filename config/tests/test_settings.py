@@ -1,0 +1,65 @@
+"""Settings come from the environment: each case starts a fresh interpreter with the variables set."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from django.conf import settings
+
+PROBE = (
+    "import json, django; django.setup(); from django.conf import settings as s; "
+    "print(json.dumps({'db': s.DATABASES['default']['ENGINE'], 'cache': s.CACHES['default']['BACKEND'], "
+    "'email': s.EMAIL_BACKEND, 'host': getattr(s, 'EMAIL_HOST', None), 'port': getattr(s, 'EMAIL_PORT', None), "
+    "'broker': s.CELERY_BROKER_URL, 'dns': s.DNS_NAMESERVERS, 'limit': s.API_RATE_LIMIT_PER_MINUTE, "
+    "'ttl': s.IDEMPOTENCY_KEY_TTL_HOURS}))"
+)
+
+
+def settings_with(**env):
+    base = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "config.settings.base", "HOME": "/tmp"}
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=settings.BASE_DIR, env={**base, **env}, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_embedded_defaults_need_no_server():
+    values = settings_with()
+    assert values["db"] == "django.db.backends.sqlite3"
+    assert values["cache"] == "django.core.cache.backends.locmem.LocMemCache"
+    assert values["email"] == "django.core.mail.backends.filebased.EmailBackend"
+    assert values["broker"] == "filesystem://"
+    assert (values["dns"], values["limit"], values["ttl"]) == ([], 1000, 24)
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        (
+            {"EMAIL_URL": "smtp://127.0.0.1:2525"},
+            {"email": "django.core.mail.backends.smtp.EmailBackend", "host": "127.0.0.1", "port": 2525},
+        ),
+        ({"EMAIL_URL": "anymail.backends.postmark.EmailBackend"}, {"email": "anymail.backends.postmark.EmailBackend"}),
+        ({"DATABASE_URL": "postgres://u@db:5432/x"}, {"db": "django.db.backends.postgresql"}),
+        ({"CACHE_URL": "redis://127.0.0.1:6379/3"}, {"cache": "django.core.cache.backends.redis.RedisCache"}),
+        ({"DNS_NAMESERVERS": "127.0.0.1:5353,10.0.0.2"}, {"dns": ["127.0.0.1:5353", "10.0.0.2"]}),
+        ({"API_RATE_LIMIT_PER_MINUTE": "50", "IDEMPOTENCY_KEY_TTL_HOURS": "2"}, {"limit": 50, "ttl": 2}),
+    ],
+)
+def test_environment_variables_configure_the_service(env, expected):
+    values = settings_with(**env)
+    assert {key: values[key] for key in expected} == expected
+
+
+def test_production_warnings_name_the_unsafe_settings():
+    out = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=settings.BASE_DIR,
+        env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "DEBUG": "false", "PUBLIC_URL": "http://mail.example.test"},
+        capture_output=True,
+        text=True,
+    )
+    assert "herald.W001" in out.stderr + out.stdout
+    assert "herald.W002" in out.stderr + out.stdout
