@@ -126,9 +126,10 @@ class VerifyResult:
 
 def email_verify(*, email: str) -> VerifyResult:
     result = VerifyResult(email=email)
-    # 1. Syntax. Deliverability is ours to judge below, through our resolver and its cache.
+    # 1. Syntax, strict about RFC 5321 lengths (a local part over 64 octets is refused by MTAs). Deliverability
+    # is ours to judge below, through our resolver and its cache.
     try:
-        parsed = validate_email(email, check_deliverability=False)
+        parsed = validate_email(email, check_deliverability=False, strict=True)
     except EmailNotValidError:
         result.reasons.append(REASON_INVALID_FORMAT)
         return result

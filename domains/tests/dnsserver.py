@@ -58,12 +58,22 @@ class DnsServer:
                 if wire is not None:
                     self.request.sendall(len(wire).to_bytes(2, "big") + wire)
 
-        self.udp = socketserver.ThreadingUDPServer((host, 0), Udp)
-        self.port = self.udp.server_address[1]
-        self.tcp = socketserver.ThreadingTCPServer((host, self.port), Tcp, bind_and_activate=False)
-        self.tcp.allow_reuse_address = True
-        self.tcp.server_bind()
-        self.tcp.server_activate()
+        # UDP and TCP on one port: take a free UDP port, retry while its TCP twin is taken.
+        for _attempt in range(50):
+            self.udp = socketserver.ThreadingUDPServer((host, 0), Udp)
+            self.port = self.udp.server_address[1]
+            self.tcp = socketserver.ThreadingTCPServer((host, self.port), Tcp, bind_and_activate=False)
+            self.tcp.allow_reuse_address = True
+            try:
+                self.tcp.server_bind()
+            except OSError:
+                self.tcp.server_close()
+                self.udp.server_close()
+                continue
+            self.tcp.server_activate()
+            break
+        else:
+            raise OSError("no free port for the test DNS server")
         self.address = f"{host}:{self.port}"
         for srv in (self.udp, self.tcp):
             srv.daemon_threads = True

@@ -1,0 +1,46 @@
+import pytest
+
+from accounts.models import User
+from domains.models import Domain
+from domains.services import domain_create
+
+
+@pytest.fixture
+def admin_client(client, db):
+    User.objects.create_superuser("root@example.test", "pw-for-admin")
+    client.login(email="root@example.test", password="pw-for-admin")
+    return client
+
+
+def test_change_page_shows_records_and_results(admin_client, project, dns_zone):
+    domain = domain_create(project=project.project, name="shown.example")
+    page = admin_client.get(f"/admin/domains/domain/{domain.pk}/change/")
+    assert page.status_code == 200
+    assert f"{domain.dkim_selector}._domainkey.shown.example" in page.content.decode()
+    assert admin_client.get("/admin/domains/domain/").status_code == 200
+
+
+def test_check_now_action_runs_the_check(admin_client, project, dns_zone):
+    domain = domain_create(project=project.project, name="act.example")
+    dns_zone[(f"{domain.dkim_selector}._domainkey.act.example", "TXT")] = [f"v=DKIM1; p={domain.dkim_public_key}"]
+    response = admin_client.post(
+        "/admin/domains/domain/", {"action": "check_now", "_selected_action": [str(domain.pk)]}, follow=True
+    )
+    assert response.status_code == 200
+    domain.refresh_from_db()
+    assert (domain.status, domain.verification_method) == ("verified", "dns")
+
+
+def test_mark_verified_action_records_the_operator(admin_client, project):
+    domain = domain_create(project=project.project, name="vouched.example")
+    admin_client.post("/admin/domains/domain/", {"action": "mark_verified", "_selected_action": [str(domain.pk)]})
+    domain.refresh_from_db()
+    assert (domain.status, domain.verification_method) == ("verified", "operator")
+    assert domain.verified_at is not None
+
+
+def test_adding_in_the_admin_marks_verified_by_operator(admin_client, project):
+    response = admin_client.post("/admin/domains/domain/add/", {"name": "added.example", "project": str(project.id)})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    domain = Domain.objects.get(name="added.example")
+    assert (domain.status, domain.verification_method, domain.project_id) == ("verified", "operator", project.id)

@@ -1,0 +1,96 @@
+"""Sender authorisation and DKIM signing: what templates, campaigns and /v1/send rely on."""
+
+from email.message import EmailMessage
+
+import dkim as dkimpy
+import pytest
+
+from domains.dkim import txt_lookup
+from domains.models import Domain
+from domains.services import domain_create, domain_mark_verified_by_operator, domain_sign_message, sender_domain_for
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["news@alice.test", "News@ALICE.TEST", "x@alice.test.", "x@mail.alice.test", "x@a.b.alice.test"],
+)
+def test_verified_domain_and_its_subdomains_may_send(project, address):
+    assert sender_domain_for(project=project.project, address=address).name == "alice.test"
+
+
+def test_closest_verified_domain_signs(project):
+    domain_mark_verified_by_operator(project=project.project, name="mail.alice.test")
+    assert sender_domain_for(project=project.project, address="x@eu.mail.alice.test").name == "mail.alice.test"
+
+
+@pytest.mark.parametrize(
+    ("address", "named"),
+    [
+        ("x@bob.test", "bob.test"),  # verified, but for the other project
+        ("x@notalice.test", "notalice.test"),
+        ("x@test", "test"),
+        ("x@pending.example", "pending.example"),
+        ("not-an-address", "not-an-address"),
+    ],
+)
+def test_other_senders_are_403_naming_the_domain(project, other_project, address, named):
+    from config.api.exceptions import ApiError
+
+    domain_create(project=project.project, name="pending.example")
+    with pytest.raises(ApiError) as caught:
+        sender_domain_for(project=project.project, address=address)
+    assert (caught.value.status, caught.value.code) == (403, "DOMAIN_NOT_VERIFIED")
+    assert f'"{named}"' in caught.value.message
+
+
+def message(sender: str) -> bytes:
+    msg = EmailMessage()
+    msg["From"] = f"Alice <{sender}>"
+    msg["To"] = "someone@example.net"
+    msg["Subject"] = "Hello"
+    msg["Date"] = "Sun, 22 Nov 2026 01:02:03 +0000"
+    msg["Message-ID"] = "<1@alice.test>"
+    msg.set_content("Hi there,\nthis is signed.\n")
+    return msg.as_bytes(policy=msg.policy.clone(linesep="\r\n"))
+
+
+def test_signature_verifies_against_the_published_record(secret_client, dns_zone):
+    body = secret_client.post("/domains", {"domain": "signed.example"}, format="json").json()
+    dkim_record = next(r for r in body["records"] if r["purpose"] == "dkim")
+    dns_zone[(dkim_record["name"], "TXT")] = [dkim_record["value"]]
+    assert secret_client.get(f"/domains/{body['id']}/verify").json()["status"] == "verified"
+
+    domain = sender_domain_for(project=Domain.objects.get(pk=body["id"]).project, address="news@eu.signed.example")
+    raw = message("news@eu.signed.example")
+    header = domain_sign_message(domain=domain, message=raw)
+
+    assert header.startswith(b"DKIM-Signature: ")
+    assert b"d=signed.example" in header and f"s={body['dkimSelector']}".encode() in header
+    assert dkimpy.verify(header + raw, dnsfunc=txt_lookup)
+    # Tampering breaks it; the wrong published key does too.
+    assert not dkimpy.verify(header + raw.replace(b"this is signed", b"this is forged"), dnsfunc=txt_lookup)
+    other = domain_create(project=domain.project, name="other.example")
+    dns_zone[(dkim_record["name"], "TXT")] = [f"v=DKIM1; k=rsa; p={other.dkim_public_key}"]
+    assert not dkimpy.verify(header + raw, dnsfunc=txt_lookup)
+
+
+def test_operator_verified_domain_gets_a_key_on_first_signature(project, dns_zone):
+    domain = Domain.objects.get(name="alice.test")
+    assert domain.dkim_public_key == ""
+    header = domain_sign_message(domain=domain, message=message("x@alice.test"))
+    domain.refresh_from_db()
+    assert domain.dkim_selector and domain.dkim_public_key
+    dns_zone[(f"{domain.dkim_selector}._domainkey.alice.test", "TXT")] = [f"v=DKIM1; k=rsa; p={domain.dkim_public_key}"]
+    assert dkimpy.verify(header + message("x@alice.test"), dnsfunc=txt_lookup)
+
+
+def test_private_key_survives_a_secret_key_rotation_listed_in_fallbacks(project, settings):
+    domain = domain_create(project=project.project, name="rotate.example")
+    settings.SECRET_KEY_FALLBACKS = [settings.SECRET_KEY]
+    settings.SECRET_KEY = "a-brand-new-secret-key-for-this-test-only-0123456789"
+    assert domain_sign_message(domain=domain, message=message("x@rotate.example")).startswith(b"DKIM-Signature")
+    settings.SECRET_KEY_FALLBACKS = []
+    from cryptography.fernet import InvalidToken
+
+    with pytest.raises(InvalidToken):
+        domain_sign_message(domain=domain, message=message("x@rotate.example"))
