@@ -9,6 +9,7 @@ number (the header is row 1) and never aborts the import.
 
 import csv
 import io
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -21,7 +22,7 @@ from django.utils import timezone
 from accounts.jobs import job_create, job_run
 from accounts.models import Job, Project
 from config.api.exceptions import ApiError, ErrorCode, ValidationFailed
-from contacts.data_rules import data_rules
+from contacts.data_rules import MAX_DATA_BYTES, data_rules
 from contacts.models import Contact, ImportUpload
 from contacts.services import contacts_subscription_bulk_set, normalize_email
 
@@ -212,6 +213,21 @@ def _parse_subscribed(value: str) -> tuple[bool | None, bool]:
     return None, False
 
 
+def _records(reader):
+    """(record number, cells) with the header as record 1; (number, None) for a record the parser rejects, so
+    that one broken row does not abort the import."""
+    number = 1
+    while True:
+        number += 1
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error:
+            cells = None
+        yield number, cells
+
+
 def _run_import(job: Job, report) -> dict:
     upload = ImportUpload.objects.get(job=job)
     content = bytes(upload.content)
@@ -223,7 +239,11 @@ def _run_import(job: Job, report) -> dict:
     reader = csv.reader(stream, delimiter=layout.delimiter)
     next(reader)  # the header, already inspected
     totals, seen, batch = _Totals(), set(), []
-    for number, cells in enumerate(reader, start=2):
+    for number, cells in _records(reader):
+        if cells is None:
+            totals.total += 1
+            totals.fail(number, None, "Malformed row (a cell is larger than 128 KB or quoting is broken)")
+            continue
         if not any(cell.strip() for cell in cells):
             continue
         totals.total += 1
@@ -248,6 +268,9 @@ def _run_import(job: Job, report) -> dict:
         for index, key in layout.data_columns:
             if index < len(cells) and (value := cells[index].strip()):
                 data[key] = typed_cell(value)
+        if len(json.dumps(data, ensure_ascii=False)) > MAX_DATA_BYTES:
+            totals.fail(number, email, f"Row data is larger than {MAX_DATA_BYTES // 1024} KB")
+            continue
         batch.append(_Row(number, email, subscribed, data))
         if len(batch) >= batch_size:
             _apply_batch(project, batch, totals)
