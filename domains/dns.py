@@ -7,8 +7,8 @@ Every lookup (domain verification, `/v1/verify`, DKIM checks) goes through `reso
 2. never raises for what DNS can answer or fail to answer: NXDOMAIN, no answer, SERVFAIL/REFUSED, a timeout or a
    malformed name all come back as a `DnsResult` with a `status` and a human `reason`;
 3. keeps answers briefly in Django's cache (Redis in production), per name and type, so that verifying a thousand
-   addresses of one domain asks DNS once. Callers that must see a record the owner just published pass
-   `use_cache=False`.
+   addresses of one domain asks DNS once, with a few seconds (`DNS_LOCAL_CACHE_SECONDS`) in the process in front
+   of it. Callers that must see a record the owner just published pass `use_cache=False`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import logging
+import time
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -143,15 +144,61 @@ def _unpack(name: str, rdtype: str, value: tuple) -> DnsResult:
     return DnsResult(name=name, rdtype=rdtype, status=DnsStatus(status), records=tuple(records), ttl=ttl, reason=reason)
 
 
+# A few seconds of answers in the process itself, in front of the shared cache: a hot domain then costs no cache
+# round trip at all. Keyed by the nameserver configuration too, so tests that switch servers never see stale data.
+_local: dict[tuple, tuple[float, tuple]] = {}
+_LOCAL_MAX_ENTRIES = 10_000
+
+
+def _local_key(key: str) -> tuple:
+    return (key, tuple(settings.DNS_NAMESERVERS))
+
+
+def _local_get(key: str) -> tuple | None:
+    entry = _local.get(_local_key(key))
+    if entry is None:
+        return None
+    if entry[0] < time.monotonic():
+        _local.pop(_local_key(key), None)
+        return None
+    return entry[1]
+
+
+def _local_set(key: str, value: tuple, seconds: int) -> None:
+    seconds = min(seconds, settings.DNS_LOCAL_CACHE_SECONDS)
+    if seconds <= 0:
+        return
+    if len(_local) >= _LOCAL_MAX_ENTRIES:
+        _local.clear()
+    _local[_local_key(key)] = (time.monotonic() + seconds, value)
+
+
+def clear_local_cache() -> None:
+    _local.clear()
+
+
 def cached(queries: list[tuple[str, str]]) -> dict[tuple[str, str], DnsResult]:
-    """Answers already in the cache for these (name, type) pairs, in one cache round trip."""
-    keys = {_cache_key(name.lower().rstrip("."), rdtype.upper()): (name, rdtype) for name, rdtype in queries}
+    """Answers already cached for these (name, type) pairs: from the process, else in one shared-cache round trip."""
+    found: dict[tuple[str, str], DnsResult] = {}
+    keys: dict[str, tuple[str, str]] = {}
+    for name, rdtype in queries:
+        key = _cache_key(name.lower().rstrip("."), rdtype.upper())
+        local = _local_get(key)
+        if local is not None:
+            found[(name, rdtype)] = _unpack(name, rdtype, local)
+        else:
+            keys[key] = (name, rdtype)
+    if not keys:
+        return found
     try:
         hits = cache.get_many(list(keys))
     except Exception:
         logger.warning("DNS answer cache unavailable", exc_info=True)
-        return {}
-    return {keys[key]: _unpack(*keys[key], value) for key, value in hits.items()}
+        return found
+    for key, value in hits.items():
+        found[keys[key]] = _unpack(*keys[key], value)
+        _local_set(key, value, settings.DNS_LOCAL_CACHE_SECONDS)
+    return found
 
 
 def resolve(name: str, rdtype: str, *, use_cache: bool = True) -> DnsResult:
@@ -160,18 +207,23 @@ def resolve(name: str, rdtype: str, *, use_cache: bool = True) -> DnsResult:
     rdtype = rdtype.upper()
     key = _cache_key(name, rdtype)
     if use_cache:
-        try:
-            hit = cache.get(key)
-        except Exception:
-            logger.warning("DNS answer cache unavailable", exc_info=True)
-            hit = None
+        hit = _local_get(key)
+        if hit is None:
+            try:
+                hit = cache.get(key)
+            except Exception:
+                logger.warning("DNS answer cache unavailable", exc_info=True)
+            if hit is not None:
+                _local_set(key, hit, settings.DNS_LOCAL_CACHE_SECONDS)
         if hit is not None:
             return _unpack(name, rdtype, hit)
     result = _query(name, rdtype)
     seconds = _cache_seconds(result)
     if seconds > 0:
+        packed = _pack(result)
+        _local_set(key, packed, seconds)
         try:
-            cache.set(key, _pack(result), seconds)
+            cache.set(key, packed, seconds)
         except Exception:
             logger.warning("DNS answer cache unavailable", exc_info=True)
     return result

@@ -247,6 +247,8 @@ CELERY_BEAT_SCHEDULE = BEAT_SCHEDULE
 DNS_CACHE_SECONDS = env.int("DNS_CACHE_SECONDS", default=300)
 DNS_NEGATIVE_CACHE_SECONDS = env.int("DNS_NEGATIVE_CACHE_SECONDS", default=60)
 DNS_FAILURE_CACHE_SECONDS = env.int("DNS_FAILURE_CACHE_SECONDS", default=10)
+# Each process also keeps answers this long in memory, in front of the shared cache (0 turns that off).
+DNS_LOCAL_CACHE_SECONDS = env.int("DNS_LOCAL_CACHE_SECONDS", default=5)
 # Sender domain records. The DKIM selector is this prefix plus a random suffix per domain. SPF asks the owner to
 # authorise the mail servers the service sends through: `include:` hosts and/or ip4/ip6 addresses; neither set
 # means no SPF record is suggested. The return-path (bounce) CNAME is suggested only when a host is configured.

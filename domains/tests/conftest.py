@@ -2,7 +2,15 @@
 
 import pytest
 
+from domains.dns import clear_local_cache
 from domains.tests.dnsserver import DnsServer, SilentServer
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dns_memory():
+    clear_local_cache()
+    yield
+    clear_local_cache()
 
 
 @pytest.fixture(scope="session")

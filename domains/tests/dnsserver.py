@@ -28,7 +28,7 @@ class Zone(dict):
 
 
 class DnsServer:
-    def __init__(self, host: str = "127.0.0.1"):
+    def __init__(self, host: str = "127.0.0.1", port: int = 0):
         self.zone = Zone()
         self.mode = "normal"
         self.queries: list[tuple[str, str]] = []
@@ -60,7 +60,7 @@ class DnsServer:
 
         # UDP and TCP on one port: take a free UDP port, retry while its TCP twin is taken.
         for _attempt in range(50):
-            self.udp = socketserver.ThreadingUDPServer((host, 0), Udp)
+            self.udp = socketserver.ThreadingUDPServer((host, port), Udp)
             self.port = self.udp.server_address[1]
             self.tcp = socketserver.ThreadingTCPServer((host, self.port), Tcp, bind_and_activate=False)
             self.tcp.allow_reuse_address = True

@@ -73,3 +73,18 @@ def test_bad_nameserver_setting_fails_loudly(value):
 
     with pytest.raises(ImproperlyConfigured):
         dns.parse_nameserver(value)
+
+
+def test_process_memory_answers_before_the_shared_cache(dns_server, settings):
+    from django.core.cache import cache
+
+    dns_server.zone[("mem.example.com", "A")] = ["192.0.2.5"]
+    assert dns.resolve("mem.example.com", "A").found
+    cache.clear()
+    assert dns.resolve("mem.example.com", "A").found
+    assert dns_server.queries.count(("mem.example.com", "A")) == 1
+
+    settings.DNS_LOCAL_CACHE_SECONDS = 0  # changing a DNS setting also empties the process memory
+    cache.clear()
+    assert dns.resolve("mem.example.com", "A").found
+    assert dns_server.queries.count(("mem.example.com", "A")) == 2

@@ -228,3 +228,13 @@ def test_a_thousand_verifications_of_one_domain_ask_dns_once_per_record(secret_c
     assert sorted(set(dns_server.queries)) == sorted(dns_server.queries)
     assert ("acme-corp.com", "MX") in dns_server.queries
     assert len(dns_server.queries) <= 3  # MX, A (the website and fallback answer), nothing else
+
+
+@pytest.mark.parametrize("email", ["jane@gmial.com", "jane@acme-corp.com", "nonsense"])
+def test_hot_path_json_matches_the_documented_serializer(zone, email):
+    from domains.api.serializers import VerifyOutputSerializer
+    from domains.api.views import verify_result_json
+    from domains.verify import email_verify
+
+    result = email_verify(email=email)
+    assert verify_result_json(result) == VerifyOutputSerializer(result).data
