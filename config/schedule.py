@@ -18,4 +18,11 @@ BEAT_SCHEDULE = {
         "schedule": timedelta(minutes=5),
         "options": {"expires": 4 * 60},
     },
+    # Delivery: rows claimed by a worker that died go back to the queue, and queued rows whose task never
+    # reached a worker (broker down when they were accepted) are published again. Accepted email is never lost.
+    "sweep-emails": {
+        "task": "messaging.tasks.sweep_emails_task",
+        "schedule": timedelta(minutes=1),
+        "options": {"expires": 50},
+    },
 }

@@ -268,3 +268,17 @@ DOMAINS_DKIM_MISSES_BEFORE_PENDING = env.int("DOMAINS_DKIM_MISSES_BEFORE_PENDING
 # Contacts
 CONTACT_IMPORT_MAX_BYTES = env.int("CONTACT_IMPORT_MAX_BYTES", default=5 * 1024 * 1024)
 CONTACT_IMPORT_BATCH_SIZE = env.int("CONTACT_IMPORT_BATCH_SIZE", default=1000)
+
+# Messaging
+SEND_ATTACHMENTS_MAX_BYTES = env.int("SEND_ATTACHMENTS_MAX_BYTES", default=10 * 1024 * 1024)
+SEND_MESSAGE_MAX_BYTES = env.int("SEND_MESSAGE_MAX_BYTES", default=40 * 1024 * 1024)
+# Delivery: transient failures retry with exponential backoff and jitter up to this many attempts.
+DELIVERY_MAX_ATTEMPTS = env.int("DELIVERY_MAX_ATTEMPTS", default=6)
+DELIVERY_RETRY_BASE_SECONDS = env.float("DELIVERY_RETRY_BASE_SECONDS", default=30.0)
+# A row claimed for sending longer ago than this is assumed lost with its worker and queued again.
+DELIVERY_CLAIM_TIMEOUT_SECONDS = env.int("DELIVERY_CLAIM_TIMEOUT_SECONDS", default=600)
+DELIVERY_BATCH_SIZE = env.int("DELIVERY_BATCH_SIZE", default=50)
+# Messages per second each project may hand to the transport (0 = no limit); excess waits, it is not rejected.
+SEND_RATE_PER_PROJECT_PER_SECOND = env.float("SEND_RATE_PER_PROJECT_PER_SECOND", default=0)
+# A mailbox for `List-Unsubscribe: <mailto:...>` besides the https link; empty = https only.
+UNSUBSCRIBE_MAILBOX = env.str("UNSUBSCRIBE_MAILBOX", default="")

@@ -1,0 +1,119 @@
+from rest_framework import serializers
+
+from config.api.timestamps import iso
+from messaging.models import EmailType, Template
+
+
+def _no_line_breaks(value: str) -> str:
+    if "\r" in value or "\n" in value:
+        raise serializers.ValidationError("Must not contain line breaks", code="invalid_string")
+    return value
+
+
+class TemplateInputSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=255, required=False, allow_blank=True)
+    description = serializers.CharField(max_length=5000, required=False, allow_blank=True)
+    subject = serializers.CharField(
+        max_length=998, required=False, allow_blank=True, trim_whitespace=False, validators=[_no_line_breaks]
+    )
+    body = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    fromName = serializers.CharField(source="from_name", max_length=255, required=False, allow_blank=True)
+    replyTo = serializers.EmailField(source="reply_to", max_length=320, required=False, allow_blank=True)
+    type = serializers.ChoiceField(choices=EmailType.choices, required=False)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # `from` is a Python keyword, so it cannot be a class attribute.
+        self.fields["from"] = serializers.EmailField(source="from_email", max_length=320, required=False)
+
+
+def template_json(template: Template) -> dict:
+    return {
+        "id": str(template.id),
+        "name": template.name,
+        "description": template.description,
+        "subject": template.subject,
+        "body": template.body,
+        "from": template.from_email,
+        "fromName": template.from_name,
+        "replyTo": template.reply_to,
+        "type": template.type,
+        "projectId": str(template.project_id),
+        "createdAt": iso(template.created_at),
+        "updatedAt": iso(template.updated_at),
+    }
+
+
+class TemplateOutputSerializer(serializers.Serializer):
+    """Schema of a template as returned (the views build it with `template_json`)."""
+
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    subject = serializers.CharField()
+    body = serializers.CharField()
+    fromName = serializers.CharField()
+    replyTo = serializers.CharField()
+    type = serializers.ChoiceField(choices=EmailType.choices)
+    projectId = serializers.UUIDField()
+    createdAt = serializers.DateTimeField()
+    updatedAt = serializers.DateTimeField()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["from"] = serializers.EmailField()
+
+
+class TemplatePageSerializer(serializers.Serializer):
+    data = TemplateOutputSerializer(many=True)
+    total = serializers.IntegerField()
+    page = serializers.IntegerField()
+    pageSize = serializers.IntegerField()
+    totalPages = serializers.IntegerField()
+
+
+class TemplateUsageSerializer(serializers.Serializer):
+    campaigns = serializers.ListField(child=serializers.DictField())
+    workflowSteps = serializers.ListField(child=serializers.DictField())
+    emailsSent = serializers.IntegerField()
+
+
+class IdSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+
+
+class SendInputSerializer(serializers.Serializer):
+    """The typed fields of POST /v1/send; `to`, `from`, `headers` and `attachments` take several shapes and are
+    parsed by messaging.send_input with exact field paths."""
+
+    to = serializers.JSONField(required=False, help_text="An address, {name, email}, or an array of either")
+    subject = serializers.CharField(
+        max_length=998, required=False, allow_blank=False, trim_whitespace=False, validators=[_no_line_breaks]
+    )
+    body = serializers.CharField(required=False, allow_blank=False, trim_whitespace=False)
+    template = serializers.UUIDField(required=False, allow_null=True)
+    name = serializers.CharField(max_length=255, required=False, allow_blank=True, help_text="Deprecated")
+    subscribed = serializers.BooleanField(required=False, allow_null=True)
+    data = serializers.JSONField(required=False, allow_null=True)
+    headers = serializers.JSONField(required=False, allow_null=True)
+    reply = serializers.JSONField(required=False, allow_null=True)
+    attachments = serializers.JSONField(required=False, allow_null=True)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["from"] = serializers.JSONField(required=False, help_text="An address or {name, email}")
+
+
+class SentEmailSerializer(serializers.Serializer):
+    contact = serializers.DictField()
+    email = serializers.UUIDField()
+
+
+class SendResultDataSerializer(serializers.Serializer):
+    emails = SentEmailSerializer(many=True)
+    timestamp = serializers.DateTimeField()
+
+
+class SendResultSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+    data = SendResultDataSerializer()

@@ -1,0 +1,152 @@
+"""Templates and POST /v1/send: parse, call one service or selector, serialize."""
+
+from django.db.models import Q
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.response import Response
+
+from config.api.exceptions import BareError, NotFound, ValidationFailed
+from config.api.pagination import choice_param, offset_page, template_page_envelope
+from config.api.timestamps import iso_now
+from config.api.validation import validate
+from config.api.views import ApiView, ProjectScopedViewSet
+from contacts.data_rules import validate_data
+from messaging import send_input, services
+from messaging.api import serializers as s
+from messaging.models import Email, EmailType, Template
+from messaging.sending import SendContent, emails_queue
+from messaging.usage import template_usage
+
+TEMPLATE_SORT = {"name": "name", "createdAt": "created_at", "updatedAt": "updated_at"}
+
+
+class TemplateViewSet(ProjectScopedViewSet):
+    queryset = Template.objects.all()
+    resource_name = "Template"
+
+    @extend_schema(
+        summary="List templates",
+        parameters=[
+            OpenApiParameter("page", int),
+            OpenApiParameter("pageSize", int),
+            OpenApiParameter("type", str, enum=EmailType.values),
+            OpenApiParameter("search", str),
+            OpenApiParameter("sort", str, enum=list(TEMPLATE_SORT)),
+            OpenApiParameter("dir", str, enum=["asc", "desc"]),
+        ],
+        responses=s.TemplatePageSerializer,
+    )
+    def list(self, request):
+        params = request.query_params
+        queryset = self.get_queryset()
+        kind = params.get("type")
+        if kind:
+            if kind not in EmailType.values:
+                raise ValidationFailed.field(
+                    "type", f"Expected one of {', '.join(EmailType.values)}", "invalid_enum_value", received=kind
+                )
+            queryset = queryset.filter(type=kind)
+        search = (params.get("search") or "").strip()
+        if search:
+            queryset = queryset.filter(
+                Q(name__icontains=search) | Q(description__icontains=search) | Q(subject__icontains=search)
+            )
+        field = TEMPLATE_SORT[choice_param(params, "sort", TEMPLATE_SORT, "createdAt")]
+        prefix = "" if choice_param(params, "dir", ("asc", "desc"), "desc") == "asc" else "-"
+        page = offset_page(queryset.order_by(f"{prefix}{field}", f"{prefix}id"), params)
+        return Response(template_page_envelope(page, s.template_json))
+
+    @extend_schema(
+        summary="Create a template", request=s.TemplateInputSerializer, responses={201: s.TemplateOutputSerializer}
+    )
+    def create(self, request):
+        if not request.data.get("from"):
+            raise BareError("from is required: the sender address of the template")
+        values = validate(s.TemplateInputSerializer, request.data)
+        template = services.template_create(project=self.project, **values)
+        return Response(s.template_json(template), status=201)
+
+    @extend_schema(summary="Get a template", responses=s.TemplateOutputSerializer)
+    def retrieve(self, request, pk=None):
+        return Response(s.template_json(self.get_object()))
+
+    @extend_schema(summary="Update a template", request=s.TemplateInputSerializer, responses=s.TemplateOutputSerializer)
+    def partial_update(self, request, pk=None):
+        template = self.get_object()
+        values = validate(s.TemplateInputSerializer, request.data, partial=True)
+        return Response(s.template_json(services.template_update(template=template, **values)))
+
+    @extend_schema(summary="Delete a template (409 while a campaign or workflow uses it)", responses={204: None})
+    def destroy(self, request, pk=None):
+        services.template_delete(template=self.get_object())
+        return Response(status=204)
+
+    @extend_schema(summary="Duplicate a template", request=None, responses={201: s.IdSerializer})
+    def duplicate(self, request, pk=None):
+        copy = services.template_duplicate(template=self.get_object())
+        return Response({"id": str(copy.id)}, status=201)
+
+    @extend_schema(summary="Campaigns and workflow steps using a template", responses=s.TemplateUsageSerializer)
+    def usage(self, request, pk=None):
+        template = self.get_object()
+        sent = Email.objects.filter(template=template, sent_at__isnull=False).count()
+        return Response({**template_usage(template), "emailsSent": sent})
+
+
+class SendView(ApiView):
+    idempotent = True
+
+    @extend_schema(
+        summary="Send an email to one or more recipients",
+        request=s.SendInputSerializer,
+        responses=s.SendResultSerializer,
+    )
+    def post(self, request):
+        body = validate(s.SendInputSerializer, request.data)
+        project = request.auth.project
+        recipients = send_input.parse_recipients(request.data.get("to"))
+        sender = send_input.parse_sender(request.data.get("from"))
+        reply = send_input.parse_reply(request.data.get("reply"))
+        headers = send_input.parse_headers(body.get("headers"))
+        attachments = send_input.parse_attachments(body.get("attachments"))
+        data = validate_data(body["data"]) if body.get("data") is not None else None
+
+        template = None
+        if body.get("template"):
+            template = Template.objects.filter(project=project, id=body["template"]).first()
+            if template is None:
+                raise NotFound("Template", body["template"])
+        subject = body.get("subject") or (template.subject if template else None)
+        html = body.get("body") or (template.body if template else None)
+        if not subject:
+            raise ValidationFailed.field(
+                "subject", "Required unless the template has a subject", "invalid_type", received="undefined"
+            )
+        if not html:
+            raise ValidationFailed.field(
+                "body", "Required unless a template is given", "invalid_type", received="undefined"
+            )
+        if sender is None and template is not None:
+            sender = send_input.Address(email=template.from_email)
+        if sender is None:
+            raise ValidationFailed.field(
+                "from", "Required unless the template has a sender", "invalid_type", received="undefined"
+            )
+        from_name = sender.name or body.get("name") or (template.from_name if template else "") or project.name
+        content = SendContent(
+            subject=subject,
+            body=html,
+            sender=send_input.Address(email=sender.email, name=from_name),
+            reply_to=reply or (template.reply_to if template else ""),
+            type=template.type if template else EmailType.TRANSACTIONAL,
+            template=template,
+            headers=headers,
+            attachments=attachments,
+        )
+        queued = emails_queue(
+            project=project, recipients=recipients, content=content, subscribed=body.get("subscribed"), data=data
+        )
+        emails = [
+            {"contact": {"id": str(item.contact.id), "email": item.contact.email}, "email": str(item.email.id)}
+            for item in queued
+        ]
+        return Response({"success": True, "data": {"emails": emails, "timestamp": iso_now()}})

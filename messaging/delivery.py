@@ -1,0 +1,255 @@
+"""Delivery: turn queued email rows into messages handed to the transport, each exactly once.
+
+1. Claim: a conditional UPDATE moves due QUEUED rows to SENDING (rows locked with SKIP LOCKED on PostgreSQL),
+   so a duplicated or retried task finds nothing left to claim. The claim commits before anything is sent.
+2. Send, outside any transaction, over one reused connection: build the MIME bytes, sign them with the sender
+   domain's DKIM key, hand them over, and mark the row SENT at once (the window in which a crash could repeat a
+   message is one message wide).
+3. Transient failures go back to QUEUED with exponential backoff and jitter, up to DELIVERY_MAX_ATTEMPTS;
+   permanent ones (5xx) become FAILED with the server's reply. A lost connection releases the rest of the batch.
+4. The sweeper (`emails_sweep`) requeues rows whose worker died while they were claimed, and re-publishes
+   QUEUED rows whose task never arrived, so no accepted email is lost.
+"""
+
+import base64
+import logging
+import random
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from config.api.exceptions import ApiError
+from config.api.timestamps import iso
+from contacts.services import events_record_bulk
+from domains.models import Domain
+from domains.services import domain_sign_message, sender_domain_for
+from messaging import mime
+from messaging.links import system_links
+from messaging.models import Email, EmailType
+from messaging.throttle import send_slot_wait
+from messaging.transport import OutgoingMessage, Transport, TransportError
+
+logger = logging.getLogger(__name__)
+LIST_UNSUBSCRIBE_TYPES = (EmailType.MARKETING, EmailType.HEADLESS)
+
+
+@dataclass
+class DeliveryReport:
+    sent: list = field(default_factory=list)
+    failed: list = field(default_factory=list)
+    retry: dict = field(default_factory=dict)  # email id -> seconds until the next attempt
+
+
+def emails_claim(*, email_ids) -> list:
+    now = timezone.now()
+    with transaction.atomic():
+        ids = list(
+            Email.objects.select_for_update(skip_locked=True)
+            .filter(id__in=email_ids, status=Email.Status.QUEUED)
+            .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now))
+            .values_list("id", flat=True)
+        )
+        if ids:
+            Email.objects.filter(id__in=ids).update(
+                status=Email.Status.SENDING, claimed_at=now, attempts=F("attempts") + 1, updated_at=now
+            )
+    return ids
+
+
+def retry_delay(attempts: int) -> float:
+    base = settings.DELIVERY_RETRY_BASE_SECONDS * 2 ** max(0, attempts - 1)
+    return min(3600.0, base * random.uniform(0.8, 1.2))
+
+
+def _list_unsubscribe(email: Email) -> dict[str, str]:
+    """RFC 8058 headers for mail that can be opted out of (and transactional mail that links to the pages),
+    unless the caller supplied its own List-Unsubscribe."""
+    if any(name.lower() == "list-unsubscribe" for name in email.headers) or email.contact_id is None:
+        return {}
+    links = system_links(contact_id=email.contact_id, email_id=email.id)
+    if email.type not in LIST_UNSUBSCRIBE_TYPES:
+        pages = (links["unsubscribeUrl"].rsplit("/", 1)[0], links["manageUrl"].rsplit("/", 1)[0])
+        if not any(page in email.html for page in pages):
+            return {}
+    targets = [f"<{links['unsubscribeUrl']}>"]
+    if settings.UNSUBSCRIBE_MAILBOX:
+        targets.append(f"<mailto:{settings.UNSUBSCRIBE_MAILBOX}?subject=unsubscribe-{email.id}>")
+    return {"List-Unsubscribe": ", ".join(targets), "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"}
+
+
+def _attachments(email: Email) -> list[mime.Attachment]:
+    if email.attachments is None:
+        return []
+    return [
+        mime.Attachment(
+            filename=item["filename"],
+            content=base64.b64decode(item["content"]),
+            content_type=item["contentType"],
+            content_id=item.get("contentId"),
+            disposition=item.get("disposition") or "attachment",
+        )
+        for item in email.attachments.items
+    ]
+
+
+def build_message(email: Email, domain: Domain) -> OutgoingMessage:
+    headers = {**email.headers, **_list_unsubscribe(email)}
+    attachments = _attachments(email)
+    text = mime.html_to_text(email.html)
+    raw = mime.build(
+        mime.MimeMessage(
+            from_email=email.from_email,
+            from_name=email.from_name,
+            to_email=email.to_email,
+            to_name=email.to_name,
+            subject=email.subject,
+            html=email.html,
+            text=text,
+            message_id=email.message_id,
+            date=timezone.now(),
+            reply_to=email.reply_to,
+            headers=headers,
+            attachments=attachments,
+        )
+    )
+    raw = domain_sign_message(domain=domain, message=raw) + raw
+    message = OutgoingMessage(
+        raw=raw,
+        subject=email.subject,
+        body=text,
+        from_email=mime.format_address(email.from_name, email.from_email),
+        to=[mime.format_address(email.to_name, email.to_email)],
+        reply_to=[email.reply_to] if email.reply_to else None,
+        headers={"Message-ID": email.message_id, **headers},
+    )
+    message.attach_alternative(email.html, "text/html")
+    for attachment in attachments:
+        message.attach(attachment.filename, attachment.content, attachment.content_type)
+    return message
+
+
+def _mark(email_id, status: str, **fields) -> None:
+    Email.objects.filter(pk=email_id, status=Email.Status.SENDING).update(
+        status=status, updated_at=timezone.now(), **fields
+    )
+
+
+def _release(emails: list[Email], error: str, report: DeliveryReport) -> None:
+    """Put claimed but unsent rows back in the queue (or fail those out of attempts)."""
+    for email in emails:
+        if email.attempts >= settings.DELIVERY_MAX_ATTEMPTS:
+            _mark(email.id, Email.Status.FAILED, last_error=error)
+            report.failed.append((email, error))
+            continue
+        delay = retry_delay(email.attempts)
+        _mark(
+            email.id,
+            Email.Status.QUEUED,
+            last_error=error,
+            claimed_at=None,
+            next_attempt_at=timezone.now() + timedelta(seconds=delay),
+        )
+        report.retry[email.id] = delay
+
+
+def _event_data(email: Email, **extra) -> dict:
+    return {
+        "emailId": str(email.id),
+        "messageId": email.message_id,
+        "subject": email.subject,
+        "from": email.from_email,
+        "templateId": str(email.template_id) if email.template_id else None,
+        "campaignId": str(email.campaign_id) if email.campaign_id else None,
+        "workflowId": str(email.workflow_id) if email.workflow_id else None,
+        "source": email.source,
+        **extra,
+    }
+
+
+def _record_events(report: DeliveryReport) -> None:
+    by_project = defaultdict(list)
+    for email, sent_at in report.sent:
+        if email.contact is not None:
+            by_project[email.project].append((email.contact, "email.sent", _event_data(email, sentAt=iso(sent_at))))
+    for email, error in report.failed:
+        if email.contact is not None:
+            by_project[email.project].append((email.contact, "email.failed", _event_data(email, error=error)))
+    for project, items in by_project.items():
+        events_record_bulk(project=project, items=items)
+
+
+def _send_claimed(emails: list[Email], report: DeliveryReport) -> None:
+    domains: dict[tuple, Domain | ApiError] = {}
+    with Transport() as transport:
+        for index, email in enumerate(emails):
+            wait = send_slot_wait(email.project_id)
+            if wait:
+                _release(emails[index:], "Waiting for the project's send rate", report)
+                for pending in emails[index:]:
+                    report.retry[pending.id] = wait
+                return
+            key = (email.project_id, email.from_email)
+            if key not in domains:
+                try:
+                    domains[key] = sender_domain_for(project=email.project, address=email.from_email)
+                except ApiError as exc:
+                    domains[key] = exc
+            domain = domains[key]
+            if isinstance(domain, ApiError):
+                _mark(email.id, Email.Status.FAILED, last_error=domain.message)
+                report.failed.append((email, domain.message))
+                continue
+            try:
+                provider_id = transport.send(build_message(email, domain))
+            except TransportError as exc:
+                if exc.permanent:
+                    _mark(email.id, Email.Status.FAILED, last_error=str(exc))
+                    report.failed.append((email, str(exc)))
+                    continue
+                _release([email], str(exc), report)
+                if exc.connection_lost:
+                    _release(emails[index + 1 :], str(exc), report)
+                    return
+                continue
+            sent_at = timezone.now()
+            _mark(email.id, Email.Status.SENT, sent_at=sent_at, provider_message_id=provider_id, last_error="")
+            report.sent.append((email, sent_at))
+
+
+def emails_deliver(*, email_ids) -> DeliveryReport:
+    """Claim and send the given emails; return what happened (the task schedules the retries)."""
+    report = DeliveryReport()
+    claimed = emails_claim(email_ids=email_ids)
+    if not claimed:
+        return report
+    emails = list(
+        Email.objects.filter(id__in=claimed).select_related("project", "contact", "attachments").order_by("created_at")
+    )
+    try:
+        _send_claimed(emails, report)
+    except TransportError as exc:  # the connection could not even be opened
+        _release(emails, str(exc), report)
+    finally:
+        _record_events(report)
+    return report
+
+
+def emails_sweep(*, now=None, limit: int = 5000) -> list:
+    """Requeue rows stranded in SENDING by a dead worker; return the ids of QUEUED rows whose task is overdue."""
+    now = now or timezone.now()
+    stale = now - timedelta(seconds=settings.DELIVERY_CLAIM_TIMEOUT_SECONDS)
+    Email.objects.filter(status=Email.Status.SENDING, claimed_at__lt=stale).update(
+        status=Email.Status.QUEUED, claimed_at=None, next_attempt_at=None, updated_at=now
+    )
+    overdue = now - timedelta(minutes=2)
+    return list(
+        Email.objects.filter(status=Email.Status.QUEUED, updated_at__lt=overdue)
+        .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lt=overdue))
+        .order_by("created_at")
+        .values_list("id", flat=True)[:limit]
+    )

@@ -1,0 +1,167 @@
+"""MIME messages built directly as bytes.
+
+Django's `EmailMultiAlternatives` spends about 2 ms building a message through the `email` package; a worker that
+must send several hundred messages a second per core cannot afford that. This module writes the same structure
+(multipart/alternative text + HTML, wrapped in multipart/mixed or /related for attachments) with the C-backed
+encoders of `binascii`, in a fraction of the time. Header values are validated upstream (no CR/LF can reach here).
+"""
+
+import base64
+import binascii
+import html as html_lib
+import re
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime
+from email.header import Header
+from email.utils import format_datetime, formataddr
+
+CRLF = "\r\n"
+
+
+@dataclass(frozen=True)
+class Attachment:
+    filename: str
+    content: bytes
+    content_type: str = "application/octet-stream"
+    content_id: str | None = None
+    disposition: str = "attachment"
+
+
+@dataclass
+class MimeMessage:
+    from_email: str
+    from_name: str
+    to_email: str
+    to_name: str
+    subject: str
+    html: str
+    message_id: str
+    date: datetime
+    text: str | None = None
+    reply_to: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    attachments: list[Attachment] = field(default_factory=list)
+
+
+def _ascii_domain(address: str) -> str:
+    local, at, domain = address.rpartition("@")
+    if not at:
+        return address
+    try:
+        domain.encode("ascii")
+    except UnicodeEncodeError:
+        domain = domain.encode("idna").decode("ascii")
+    return f"{local}@{domain}"
+
+
+def format_address(name: str, address: str) -> str:
+    return formataddr((name, _ascii_domain(address)), charset="utf-8") if name else _ascii_domain(address)
+
+
+def _header(name: str, value: str) -> str:
+    """One header line, encoded (RFC 2047) and folded when it is not short ASCII."""
+    if value.isascii() and len(name) + len(value) < 76:
+        return f"{name}: {value}"
+    encoded = Header(value, "utf-8" if not value.isascii() else "us-ascii", header_name=name).encode(
+        linesep=CRLF, maxlinelen=76
+    )
+    return f"{name}: {encoded}"
+
+
+def _qp(text: str) -> str:
+    normalized = text.replace("\r\n", "\n").replace("\r", "\n")
+    encoded = binascii.b2a_qp(normalized.encode("utf-8"), quotetabs=False, istext=True, header=False)
+    return encoded.decode("ascii").replace("\n", CRLF)
+
+
+def _b64(content: bytes) -> str:
+    return base64.encodebytes(content).decode("ascii").replace("\n", CRLF)
+
+
+_BLOCK_END = re.compile(r"</(p|div|h[1-6]|li|tr|table|blockquote|section|article|header|footer)\s*>", re.I)
+_BREAK = re.compile(r"<br\s*/?>", re.I)
+_LINK = re.compile(r"<a\s[^>]*?href\s*=\s*[\"']([^\"']+)[\"'][^>]*>(.*?)</a\s*>", re.I | re.S)
+_INVISIBLE = re.compile(r"<(script|style|head|title)[^>]*>.*?</\1\s*>", re.I | re.S)
+_TAG = re.compile(r"<[^>]+>")
+_SPACES = re.compile(r"[ \t\r\f\v]+")
+_BLANK_LINES = re.compile(r"\n\s*\n\s*\n+")
+
+
+def html_to_text(html: str) -> str:
+    """A readable plain-text part for an HTML body: links kept as `text (url)`, blocks on their own lines."""
+    text = _INVISIBLE.sub("", html)
+    text = _LINK.sub(lambda m: f"{_TAG.sub('', m.group(2)).strip()} ({m.group(1)})", text)
+    text = _BREAK.sub("\n", text)
+    text = _BLOCK_END.sub("\n\n", text)
+    text = html_lib.unescape(_TAG.sub("", text))
+    lines = (_SPACES.sub(" ", line).strip() for line in text.split("\n"))
+    return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip() + "\n"
+
+
+def _boundary() -> str:
+    return f"=_herald_{secrets.token_hex(12)}"
+
+
+def _alternative(message: MimeMessage) -> tuple[str, list[str]]:
+    boundary = _boundary()
+    text = message.text if message.text is not None else html_to_text(message.html)
+    parts = [
+        f"--{boundary}",
+        'Content-Type: text/plain; charset="utf-8"',
+        "Content-Transfer-Encoding: quoted-printable",
+        "",
+        _qp(text),
+        f"--{boundary}",
+        'Content-Type: text/html; charset="utf-8"',
+        "Content-Transfer-Encoding: quoted-printable",
+        "",
+        _qp(message.html),
+        f"--{boundary}--",
+    ]
+    return f'multipart/alternative; boundary="{boundary}"', parts
+
+
+def _attachment_part(attachment: Attachment) -> list[str]:
+    name = attachment.filename
+    quoted = name if name.isascii() else Header(name, "utf-8").encode()
+    lines = [
+        _header("Content-Type", f'{attachment.content_type}; name="{quoted}"'),
+        "Content-Transfer-Encoding: base64",
+        _header("Content-Disposition", f'{attachment.disposition}; filename="{quoted}"'),
+    ]
+    if attachment.content_id:
+        lines.append(f"Content-ID: <{attachment.content_id}>")
+    return [*lines, "", _b64(attachment.content).rstrip(CRLF)]
+
+
+def _wrap(kind: str, inner_type: str, inner: list[str], attachments: list[Attachment]) -> tuple[str, list[str]]:
+    boundary = _boundary()
+    parts = [f"--{boundary}", f"Content-Type: {inner_type}", "", *inner]
+    for attachment in attachments:
+        parts += [f"--{boundary}", *_attachment_part(attachment)]
+    parts.append(f"--{boundary}--")
+    return f'{kind}; boundary="{boundary}"', parts
+
+
+def build(message: MimeMessage) -> bytes:
+    content_type, body = _alternative(message)
+    inline = [a for a in message.attachments if a.disposition == "inline"]
+    regular = [a for a in message.attachments if a.disposition != "inline"]
+    if inline:
+        content_type, body = _wrap("multipart/related", content_type, body, inline)
+    if regular:
+        content_type, body = _wrap("multipart/mixed", content_type, body, regular)
+    head = [
+        _header("From", format_address(message.from_name, message.from_email)),
+        _header("To", format_address(message.to_name, message.to_email)),
+        _header("Subject", message.subject),
+        f"Date: {format_datetime(message.date)}",
+        f"Message-ID: {message.message_id}",
+        "MIME-Version: 1.0",
+    ]
+    if message.reply_to:
+        head.append(_header("Reply-To", _ascii_domain(message.reply_to)))
+    head += [_header(name, value) for name, value in message.headers.items()]
+    head.append(f"Content-Type: {content_type}")
+    return (CRLF.join(head) + CRLF + CRLF + CRLF.join(body) + CRLF).encode("ascii")

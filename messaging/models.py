@@ -1,0 +1,121 @@
+import uuid
+
+from django.db import models
+from django.utils import timezone
+
+from accounts.models import Project
+from contacts.models import Contact
+
+
+class EmailType(models.TextChoices):
+    TRANSACTIONAL = "TRANSACTIONAL"
+    MARKETING = "MARKETING"
+    HEADLESS = "HEADLESS"
+
+
+class Template(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="templates")
+    name = models.CharField(max_length=255, blank=True)
+    description = models.TextField(blank=True)
+    subject = models.CharField(max_length=998, blank=True)
+    body = models.TextField(blank=True)
+    from_email = models.CharField(max_length=320)
+    from_name = models.CharField(max_length=255, blank=True)
+    reply_to = models.CharField(max_length=320, blank=True)
+    type = models.CharField(max_length=13, choices=EmailType.choices, default=EmailType.MARKETING)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["project", "created_at"], name="template_project_created"),
+            models.Index(fields=["project", "type", "created_at"], name="template_project_type_created"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name or str(self.id)
+
+
+class AttachmentBundle(models.Model):
+    """The attachments of one send request, stored once and shared by every recipient's email row."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="attachment_bundles")
+    # [{filename, contentType, contentId, disposition, content (base64)}]
+    items = models.JSONField(default=list)
+    total_bytes = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{len(self.items)} attachment(s)"
+
+
+class Email(models.Model):
+    """One message to one recipient: what to send, and what became of it."""
+
+    class Status(models.TextChoices):
+        QUEUED = "QUEUED"
+        SENDING = "SENDING"
+        SENT = "SENT"
+        DELIVERED = "DELIVERED"
+        OPENED = "OPENED"
+        CLICKED = "CLICKED"
+        BOUNCED = "BOUNCED"
+        COMPLAINED = "COMPLAINED"
+        FAILED = "FAILED"
+        SUPPRESSED = "SUPPRESSED"
+        CANCELLED = "CANCELLED"
+
+    class Source(models.TextChoices):
+        API = "api"
+        CAMPAIGN = "campaign"
+        WORKFLOW = "workflow"
+        TEST = "test"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="emails")
+    contact = models.ForeignKey(Contact, on_delete=models.SET_NULL, null=True, blank=True, related_name="emails")
+    to_email = models.CharField(max_length=320)
+    to_name = models.CharField(max_length=255, blank=True)
+    template = models.ForeignKey(Template, on_delete=models.SET_NULL, null=True, blank=True, related_name="emails")
+    # Plain ids so that messaging does not depend on the apps that send through it.
+    campaign_id = models.UUIDField(null=True, blank=True, db_index=True)
+    workflow_id = models.UUIDField(null=True, blank=True)
+    source = models.CharField(max_length=10, choices=Source.choices, default=Source.API)
+    type = models.CharField(max_length=13, choices=EmailType.choices, default=EmailType.TRANSACTIONAL)
+    from_email = models.CharField(max_length=320)
+    from_name = models.CharField(max_length=255, blank=True)
+    reply_to = models.CharField(max_length=320, blank=True)
+    subject = models.CharField(max_length=998)
+    html = models.TextField(blank=True)
+    headers = models.JSONField(default=dict, blank=True)
+    attachments = models.ForeignKey(AttachmentBundle, on_delete=models.SET_NULL, null=True, blank=True)
+    message_id = models.CharField(max_length=255, blank=True)
+    provider_message_id = models.CharField(max_length=255, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+    opened_at = models.DateTimeField(null=True, blank=True)
+    clicked_at = models.DateTimeField(null=True, blank=True)
+    bounced_at = models.DateTimeField(null=True, blank=True)
+    complained_at = models.DateTimeField(null=True, blank=True)
+    opens = models.PositiveIntegerField(default=0)
+    clicks = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["project", "created_at"], name="email_project_created"),
+            models.Index(fields=["status", "claimed_at"], name="email_status_claimed"),
+            models.Index(fields=["contact", "created_at"], name="email_contact_created"),
+            models.Index(fields=["template"], name="email_template"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject} -> {self.to_email}"

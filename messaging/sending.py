@@ -1,0 +1,197 @@
+"""The one send path: every email of the service (the send API, campaigns, workflows, test sends) is queued here
+and delivered by `messaging.delivery`.
+
+Queueing, per recipient and in order: upsert the contact through the contacts app's data rules, render subject
+and body with the recipient's variables, store the email row. Delivery tasks are enqueued after the request's
+transaction commits; if the broker cannot take them, the rows stay QUEUED and the sweeper sends them later, so
+an accepted email is never lost.
+"""
+
+import base64
+import logging
+import uuid
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.models import Project
+from config.api.exceptions import ValidationFailed
+from contacts.models import Contact
+from contacts.services import contact_upsert, normalize_email
+from domains.services import sender_domain_for
+from messaging import rendering
+from messaging.links import system_links
+from messaging.mime import Attachment
+from messaging.models import AttachmentBundle, Email, EmailType, Template
+from messaging.send_input import Address
+
+logger = logging.getLogger(__name__)
+OPT_OUT_TYPES = (EmailType.MARKETING, EmailType.HEADLESS)
+
+
+@dataclass
+class SendContent:
+    """What every recipient of one send gets, before personalisation."""
+
+    subject: str
+    body: str
+    sender: Address
+    reply_to: str = ""
+    type: str = EmailType.TRANSACTIONAL
+    template: Template | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    attachments: list[Attachment] = field(default_factory=list)
+    source: str = Email.Source.API
+    campaign_id: uuid.UUID | None = None
+    workflow_id: uuid.UUID | None = None
+
+
+@dataclass(frozen=True)
+class Queued:
+    contact: Contact
+    email: Email
+
+
+def _check_opt_outs(project: Project, recipients: list[Address], content: SendContent, subscribed: bool | None):
+    """With a marketing or headless template, an existing contact who opted out (and is not being resubscribed
+    by this request) rejects the whole request before anything is stored."""
+    if content.type not in OPT_OUT_TYPES or subscribed is True:
+        return
+    emails = {normalize_email(address.email): index for index, address in enumerate(recipients)}
+    opted_out = Contact.objects.filter(project=project, email__in=emails, subscribed=False).values_list(
+        "email", flat=True
+    )
+    for email in opted_out:
+        index = emails[email]
+        field_path = f"to.{index}" if len(recipients) > 1 else "to"
+        raise ValidationFailed.field(
+            field_path, f"{email} has unsubscribed and cannot receive {content.type.lower()} email", "custom"
+        )
+
+
+def _bundle(project: Project, attachments: list[Attachment]) -> AttachmentBundle | None:
+    if not attachments:
+        return None
+    items = [
+        {
+            "filename": a.filename,
+            "contentType": a.content_type,
+            "contentId": a.content_id,
+            "disposition": a.disposition,
+            "content": base64.b64encode(a.content).decode("ascii"),
+        }
+        for a in attachments
+    ]
+    return AttachmentBundle.objects.create(
+        project=project, items=items, total_bytes=sum(len(a.content) for a in attachments)
+    )
+
+
+def with_unsubscribe_footer(html: str, unsubscribe_url: str) -> str:
+    """Marketing email carries an unsubscribe link; added unless the author already placed one."""
+    if unsubscribe_url in html:
+        return html
+    footer = (
+        '<p style="margin-top:24px;font-size:12px;color:#6b7280;text-align:center">'
+        f'<a href="{unsubscribe_url}" style="color:#6b7280">Unsubscribe</a></p>'
+    )
+    position = html.lower().rfind("</body")
+    return html[:position] + footer + html[position:] if position >= 0 else html + footer
+
+
+def _estimated_size(email: Email, bundle: AttachmentBundle | None) -> int:
+    # Quoted-printable HTML and text parts, base64 attachments (4/3), headers.
+    return int(len(email.html.encode()) * 2.2) + (bundle.total_bytes * 4 // 3 if bundle else 0) + 4096
+
+
+def emails_queue(
+    *,
+    project: Project,
+    recipients: list[Address],
+    content: SendContent,
+    subscribed: bool | None = None,
+    data: dict | None = None,
+) -> list[Queued]:
+    """Queue one email per recipient, in order; returns each recipient's contact and email row."""
+    domain = sender_domain_for(project=project, address=content.sender.email)
+    _check_opt_outs(project, recipients, content, subscribed)
+    bundle = _bundle(project, content.attachments)
+    now = timezone.now()
+    queued: list[Queued] = []
+    for recipient in recipients:
+        recipient_data = dict(data or {})
+        if recipient.name:
+            recipient_data["name"] = recipient.name
+        result = contact_upsert(
+            project=project,
+            email=recipient.email,
+            subscribed=subscribed,
+            data=recipient_data,
+            new_subscribed=False,
+            source="send",
+        )
+        contact = result.contact
+        email_id = uuid.uuid4()
+        scope = rendering.template_scope(
+            contact_id=str(contact.id),
+            email=contact.email,
+            subscribed=contact.subscribed,
+            data={**contact.data, **result.variables},
+            links=system_links(contact_id=contact.id, email_id=email_id),
+        )
+        # Never fails a send: content that does not render falls back to plain substitution (decisions.md).
+        rendered = rendering.render_email(subject=content.subject, body=content.body, scope=scope, lenient=True)
+        html = (
+            with_unsubscribe_footer(rendered.html, scope["unsubscribeUrl"])
+            if content.type == EmailType.MARKETING
+            else rendered.html
+        )
+        email = Email(
+            id=email_id,
+            project=project,
+            contact=contact,
+            to_email=contact.email,
+            to_name=recipient.name,
+            template=content.template,
+            campaign_id=content.campaign_id,
+            workflow_id=content.workflow_id,
+            source=content.source,
+            type=content.type,
+            from_email=content.sender.email,
+            from_name=content.sender.name,
+            reply_to=content.reply_to,
+            subject=rendered.subject[:998],
+            html=html,
+            headers=content.headers,
+            attachments=bundle,
+            message_id=f"<{email_id}@{domain.name}>",
+            created_at=now,
+            updated_at=now,
+        )
+        if _estimated_size(email, bundle) > settings.SEND_MESSAGE_MAX_BYTES:
+            raise ValidationFailed.field(
+                "body", f"The message would exceed {settings.SEND_MESSAGE_MAX_BYTES} bytes", "too_big"
+            )
+        queued.append(Queued(contact=contact, email=email))
+    Email.objects.bulk_create([item.email for item in queued])
+    enqueue_delivery([item.email.id for item in queued])
+    return queued
+
+
+def enqueue_delivery(email_ids: list) -> None:
+    """Hand the ids to delivery workers once the rows are committed; a broker failure only delays them."""
+    from messaging.tasks import deliver_emails_task
+
+    size = settings.DELIVERY_BATCH_SIZE
+    batches = [[str(i) for i in email_ids[start : start + size]] for start in range(0, len(email_ids), size)]
+
+    def publish() -> None:
+        for batch in batches:
+            try:
+                deliver_emails_task.delay(batch)
+            except Exception:
+                logger.exception("Could not queue %d email(s) for delivery; the sweeper will send them", len(batch))
+
+    transaction.on_commit(publish)

@@ -1,0 +1,23 @@
+from celery import shared_task
+
+from messaging.delivery import emails_deliver, emails_sweep
+
+# acks_late + reject_on_worker_lost: a worker killed mid-batch leaves its message on the broker for another
+# worker; the claim makes the redelivery harmless for rows that were already sent.
+DELIVERY_TASK_OPTIONS = {"acks_late": True, "reject_on_worker_lost": True, "ignore_result": True}
+
+
+@shared_task(**DELIVERY_TASK_OPTIONS)
+def deliver_emails_task(email_ids: list[str]) -> int:
+    report = emails_deliver(email_ids=email_ids)
+    for email_id, delay in report.retry.items():
+        deliver_emails_task.apply_async(args=[[str(email_id)]], countdown=delay)
+    return len(report.sent)
+
+
+@shared_task(ignore_result=True)
+def sweep_emails_task() -> int:
+    overdue = emails_sweep()
+    for start in range(0, len(overdue), 50):
+        deliver_emails_task.delay([str(i) for i in overdue[start : start + 50]])
+    return len(overdue)

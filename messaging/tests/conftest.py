@@ -1,0 +1,26 @@
+import pytest
+
+from messaging.tests.smtp import start_sink
+
+
+@pytest.fixture
+def smtp_sink(settings):
+    """Mail from the service goes to a real SMTP server on loopback for the duration of the test."""
+    sink, controller = start_sink()
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = sink.host, sink.port
+    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
+    settings.EMAIL_HOST_USER = settings.EMAIL_HOST_PASSWORD = ""
+    yield sink
+    controller.stop()
+
+
+@pytest.fixture
+def send(secret_client, django_capture_on_commit_callbacks):
+    """POST /v1/send and run what the request queued for after its commit (eager Celery: the delivery)."""
+
+    def post(body: dict, **extra):
+        with django_capture_on_commit_callbacks(execute=True):
+            return secret_client.post("/v1/send", body, format="json", **extra)
+
+    return post

@@ -1,0 +1,59 @@
+"""A real SMTP server on loopback (aiosmtpd) that records what it receives, for tests that send mail."""
+
+import email
+import threading
+from dataclasses import dataclass, field
+from email import policy
+
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import Envelope
+
+from config.tests.processes import free_port
+
+
+@dataclass
+class Received:
+    mail_from: str
+    rcpt_tos: list[str]
+    raw: bytes
+
+    @property
+    def message(self) -> email.message.EmailMessage:
+        return email.message_from_bytes(self.raw, policy=policy.default)
+
+    @property
+    def html(self) -> str:
+        return self.message.get_body(("html",)).get_content()
+
+    @property
+    def text(self) -> str:
+        return self.message.get_body(("plain",)).get_content()
+
+
+@dataclass
+class SmtpSink:
+    """Stores every message; `reply` makes it answer RCPT with a chosen status instead (e.g. '550 no such user')."""
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    received: list[Received] = field(default_factory=list)
+    reply_to_rcpt: str | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    async def handle_RCPT(self, server, session, envelope: Envelope, address, rcpt_options):
+        if self.reply_to_rcpt:
+            return self.reply_to_rcpt
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server, session, envelope: Envelope):
+        with self.lock:
+            self.received.append(Received(envelope.mail_from, list(envelope.rcpt_tos), envelope.original_content))
+        return "250 Message accepted for delivery"
+
+
+def start_sink() -> tuple[SmtpSink, Controller]:
+    sink = SmtpSink(port=free_port())
+    controller = Controller(sink, hostname=sink.host, port=sink.port)
+    controller.start()
+    return sink, controller

@@ -1,0 +1,117 @@
+"""The mail transport: Django's email backend from `EMAIL_URL` (SMTP, a file outbox, or a django-anymail
+provider), one connection reused for a whole batch, and failures sorted into transient and permanent.
+
+Messages are built as bytes by `messaging.mime` (and DKIM-signed) before they get here. SMTP-style backends send
+those bytes as they are; provider backends (anymail) read the same content from the message's attributes.
+"""
+
+import contextlib
+import smtplib
+
+from django.core.mail import EmailMultiAlternatives, get_connection
+
+
+class TransportError(Exception):
+    """A message was not accepted. `permanent`: retrying cannot help (5xx); `connection_lost`: the connection is
+    gone, so the rest of the batch cannot go out through it either."""
+
+    def __init__(self, message: str, *, permanent: bool, connection_lost: bool = False):
+        super().__init__(message)
+        self.permanent = permanent
+        self.connection_lost = connection_lost
+
+
+class _RawMime:
+    """What Django's SMTP, file and console backends expect from `EmailMessage.message()`."""
+
+    def __init__(self, raw: bytes):
+        self.raw = raw
+
+    def as_bytes(self, linesep: str = "\n", **kwargs) -> bytes:
+        return self.raw if linesep == "\r\n" else self.raw.replace(b"\r\n", linesep.encode())
+
+    def as_string(self, **kwargs) -> str:
+        return self.as_bytes(**kwargs).decode("ascii")
+
+    def get_charset(self):
+        return None
+
+    def __getitem__(self, name):  # backends that peek at a header (e.g. locmem tests)
+        return None
+
+
+class OutgoingMessage(EmailMultiAlternatives):
+    def __init__(self, *, raw: bytes, **kwargs):
+        super().__init__(**kwargs)
+        self.raw = raw
+
+    def message(self, *, policy=None):
+        return _RawMime(self.raw)
+
+
+def _smtp_error(exc: smtplib.SMTPException) -> TransportError:
+    if isinstance(exc, smtplib.SMTPRecipientsRefused):
+        codes = [code for code, _ in exc.recipients.values()]
+        detail = "; ".join(
+            f"{code} {msg.decode(errors='replace') if isinstance(msg, bytes) else msg}"
+            for code, msg in exc.recipients.values()
+        )
+        return TransportError(f"Recipient refused: {detail}", permanent=all(500 <= c < 600 for c in codes))
+    if isinstance(exc, smtplib.SMTPServerDisconnected):
+        return TransportError(f"SMTP server disconnected: {exc}", permanent=False, connection_lost=True)
+    if isinstance(exc, smtplib.SMTPResponseException):
+        error = exc.smtp_error.decode(errors="replace") if isinstance(exc.smtp_error, bytes) else str(exc.smtp_error)
+        return TransportError(f"{exc.smtp_code} {error}", permanent=500 <= exc.smtp_code < 600)
+    return TransportError(f"SMTP error: {exc}", permanent=False, connection_lost=True)
+
+
+def _provider_error(exc: Exception) -> TransportError | None:
+    try:
+        from anymail.exceptions import AnymailAPIError, AnymailRecipientsRefused
+    except ImportError:  # pragma: no cover - anymail is a requirement
+        return None
+    if isinstance(exc, AnymailRecipientsRefused):
+        return TransportError(str(exc), permanent=True)
+    if isinstance(exc, AnymailAPIError):
+        status = getattr(exc, "status_code", None) or 0
+        return TransportError(str(exc), permanent=400 <= status < 500 and status not in (408, 429))
+    return None
+
+
+class Transport:
+    """`with Transport() as transport: transport.send(message)` over one connection."""
+
+    def __enter__(self):
+        self.connection = get_connection(fail_silently=False)
+        try:
+            self.connection.open()
+        except smtplib.SMTPException as exc:
+            raise _smtp_error(exc) from exc
+        except OSError as exc:
+            raise TransportError(
+                f"Cannot connect to the mail server: {exc}", permanent=False, connection_lost=True
+            ) from exc
+        return self
+
+    def __exit__(self, *exc_info):
+        # Closing a broken connection must not hide the error that broke it.
+        with contextlib.suppress(Exception):
+            self.connection.close()
+
+    def send(self, message: OutgoingMessage) -> str:
+        """Send one message; return the provider's message id when the backend reports one."""
+        try:
+            self.connection.send_messages([message])
+        except smtplib.SMTPException as exc:
+            raise _smtp_error(exc) from exc
+        except OSError as exc:
+            raise TransportError(
+                f"Connection to the mail server failed: {exc}", permanent=False, connection_lost=True
+            ) from exc
+        except Exception as exc:
+            error = _provider_error(exc)
+            if error is None:
+                raise
+            raise error from exc
+        status = getattr(message, "anymail_status", None)
+        return (status.message_id or "") if status is not None else ""
