@@ -299,3 +299,24 @@ def test_lookup_of_500_is_fine(secret_client):
         "/contacts/lookup", {"emails": [f"u{i}@example.com" for i in range(500)]}, format="json"
     )
     assert response.status_code == 200 and len(response.json()["notFound"]) == 500
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "code"),
+    [
+        ({"email": "nope"}, "email", "invalid_string"),
+        ({"email": None}, "email", "invalid_type"),
+        ({"subscribed": "false"}, "subscribed", "invalid_type"),
+        ({"data": "x"}, "data", "invalid_type"),
+        ({"data": {"locale": ["en"]}}, "data.locale", "invalid_type"),
+        ({"subscribed": False, "data": 5}, "data", "invalid_type"),
+    ],
+)
+def test_patch_bad_input_is_422_and_changes_nothing(secret_client, make_contact, body, field, code):
+    contact = make_contact(data={"a": 1})
+    response = secret_client.patch(f"/contacts/{contact.id}", body, format="json")
+    assert response.status_code == 422
+    error = error_of(response)["errors"][0]
+    assert (error["field"], error["code"]) == (field, code)
+    contact.refresh_from_db()
+    assert contact.subscribed is True and contact.data == {"a": 1} and subscription_events() == []

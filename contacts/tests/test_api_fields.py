@@ -133,3 +133,9 @@ def test_standard_field_usage_cannot_be_deleted(secret_client, audience):
 def test_registering_an_unknown_usage_kind_fails():
     with pytest.raises(ValueError):
         usage.register_field_usage("nope", lambda project, field: [])
+
+
+def test_other_project_cannot_see_or_delete_our_fields(other_client, audience):
+    assert other_client.get("/contacts/fields/data.plan/usage").json()["contactCount"] == 0
+    assert other_client.delete("/contacts/fields/data.plan").status_code == 204
+    assert Contact.objects.filter(data__has_key="plan").count() == 3
