@@ -243,13 +243,17 @@ def emails_sweep(*, now=None, limit: int = 5000) -> list:
     """Requeue rows stranded in SENDING by a dead worker; return the ids of QUEUED rows whose task is overdue."""
     now = now or timezone.now()
     stale = now - timedelta(seconds=settings.DELIVERY_CLAIM_TIMEOUT_SECONDS)
-    Email.objects.filter(status=Email.Status.SENDING, claimed_at__lt=stale).update(
+    stranded = list(
+        Email.objects.filter(status=Email.Status.SENDING, claimed_at__lt=stale).values_list("id", flat=True)[:limit]
+    )
+    Email.objects.filter(id__in=stranded, status=Email.Status.SENDING).update(
         status=Email.Status.QUEUED, claimed_at=None, next_attempt_at=None, updated_at=now
     )
     overdue = now - timedelta(minutes=2)
-    return list(
+    waiting = (
         Email.objects.filter(status=Email.Status.QUEUED, updated_at__lt=overdue)
         .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lt=overdue))
         .order_by("created_at")
-        .values_list("id", flat=True)[:limit]
+        .values_list("id", flat=True)[: max(0, limit - len(stranded))]
     )
+    return stranded + list(waiting)

@@ -61,7 +61,9 @@ def format_address(name: str, address: str) -> str:
 
 def _header(name: str, value: str) -> str:
     """One header line, encoded (RFC 2047) and folded when it is not short ASCII."""
-    if value.isascii() and len(name) + len(value) < 76:
+    if value.isascii() and len(name) + len(value) < 996:
+        # Long ASCII values (signed links) stay on one line: RFC 5322 allows 998 characters, and folding
+        # inside a URL only invites receivers to break it.
         return f"{name}: {value}"
     encoded = Header(value, "utf-8" if not value.isascii() else "us-ascii", header_name=name).encode(
         linesep=CRLF, maxlinelen=76

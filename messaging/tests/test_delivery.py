@@ -1,0 +1,137 @@
+"""Delivery discipline: each accepted email handed to the transport exactly once, failures sorted."""
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from contacts.models import Event
+from messaging.delivery import emails_claim, emails_deliver, emails_sweep
+from messaging.models import Email
+from messaging.tasks import deliver_emails_task, sweep_emails_task
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def queued(send, smtp_sink, settings):
+    """Three accepted emails whose delivery tasks were lost (as if the broker had dropped them)."""
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    from messaging import sending
+
+    original = sending.enqueue_delivery
+    sending.enqueue_delivery = lambda ids: None
+    try:
+        response = send(
+            {
+                "to": ["a@example.test", "b@example.test", "c@example.test"],
+                "from": "hi@alice.test",
+                "subject": "S",
+                "body": "<p>B</p>",
+            }
+        )
+    finally:
+        sending.enqueue_delivery = original
+    assert response.status_code == 200
+    assert smtp_sink.received == []
+    return [entry["email"] for entry in response.json()["data"]["emails"]]
+
+
+def test_duplicate_tasks_send_each_email_once(queued, smtp_sink):
+    deliver_emails_task.delay(queued)
+    deliver_emails_task.delay(queued)
+    deliver_emails_task.delay(queued[:1])
+    assert sorted(r.rcpt_tos[0] for r in smtp_sink.received) == ["a@example.test", "b@example.test", "c@example.test"]
+    assert Event.objects.filter(name="email.sent").count() == 3
+    assert set(Email.objects.values_list("status", flat=True)) == {"SENT"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_duplicate_tasks_send_each_email_once(queued, smtp_sink):
+    def work():
+        try:
+            emails_deliver(email_ids=queued)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(smtp_sink.received) == 3
+    assert Email.objects.filter(status="SENT").count() == 3
+
+
+def test_a_worker_that_died_mid_batch_loses_nothing_and_repeats_nothing(queued, smtp_sink, settings):
+    # The crash point: the batch was claimed and the first email sent, then the worker died.
+    emails_claim(email_ids=queued)
+    Email.objects.filter(id=queued[0]).update(status="SENT", sent_at=timezone.now())
+    # The broker redelivers the task (acks_late) before the claim times out: nothing is claimable yet.
+    assert emails_deliver(email_ids=queued).sent == []
+    # After the claim timeout the sweeper puts the unsent rows back and queues them.
+    later = timezone.now() + timedelta(seconds=settings.DELIVERY_CLAIM_TIMEOUT_SECONDS + 200)
+    overdue = emails_sweep(now=later)
+    assert sorted(map(str, overdue)) == sorted(queued[1:])
+    emails_deliver(email_ids=overdue)
+    assert sorted(r.rcpt_tos[0] for r in smtp_sink.received) == ["b@example.test", "c@example.test"]
+    assert Email.objects.filter(status="SENT").count() == 3
+
+
+def test_the_sweeper_publishes_emails_whose_task_never_arrived(queued, smtp_sink):
+    Email.objects.update(updated_at=timezone.now() - timedelta(minutes=5))
+    assert sweep_emails_task.delay().get() == 3
+    assert len(smtp_sink.received) == 3
+
+
+def test_a_permanent_rejection_fails_the_email_with_the_servers_reply(queued, smtp_sink):
+    smtp_sink.reply_to_rcpt = "550 5.1.1 No such user"
+    report = emails_deliver(email_ids=queued[:1])
+    email = Email.objects.get(id=queued[0])
+    assert email.status == "FAILED"
+    assert "550" in email.last_error and "No such user" in email.last_error
+    assert report.retry == {}
+    event = Event.objects.get(name="email.failed")
+    assert event.data["emailId"] == queued[0] and "550" in event.data["error"]
+
+
+def test_a_temporary_rejection_is_retried_later(queued, smtp_sink):
+    smtp_sink.reply_to_rcpt = "451 4.3.0 Try again later"
+    report = emails_deliver(email_ids=queued[:1])
+    email = Email.objects.get(id=queued[0])
+    assert (email.status, email.attempts) == ("QUEUED", 1)
+    assert email.next_attempt_at > timezone.now()
+    assert "451" in email.last_error
+    assert list(report.retry) == [email.id]
+    # Not due yet: a task arriving early claims nothing.
+    assert emails_deliver(email_ids=queued[:1]).sent == []
+    smtp_sink.reply_to_rcpt = None
+    Email.objects.filter(id=email.id).update(next_attempt_at=timezone.now())
+    assert [e.id for e, _ in emails_deliver(email_ids=queued[:1]).sent] == [email.id]
+
+
+def test_an_unreachable_server_requeues_the_whole_batch(queued, settings):
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", 9  # nothing listens on the discard port
+    report = emails_deliver(email_ids=queued)
+    assert len(report.retry) == 3
+    assert set(Email.objects.values_list("status", flat=True)) == {"QUEUED"}
+    assert all("connect" in e.last_error.lower() for e in Email.objects.all())
+
+
+def test_attempts_are_bounded(queued, smtp_sink, settings):
+    settings.DELIVERY_MAX_ATTEMPTS = 2
+    smtp_sink.reply_to_rcpt = "421 busy"
+    emails_deliver(email_ids=queued[:1])
+    Email.objects.filter(id=queued[0]).update(next_attempt_at=timezone.now())
+    emails_deliver(email_ids=queued[:1])
+    assert Email.objects.get(id=queued[0]).status == "FAILED"
+
+
+def test_the_send_rate_throttles_without_rejecting(queued, smtp_sink, settings):
+    settings.SEND_RATE_PER_PROJECT_PER_SECOND = 1
+    report = emails_deliver(email_ids=queued)
+    assert len(report.sent) == 1
+    assert len(report.retry) == 2 and all(0 < delay <= 3 for delay in report.retry.values())
+    assert Email.objects.filter(status="QUEUED").count() == 2
