@@ -10,7 +10,7 @@ an accepted email is never lost.
 import base64
 import logging
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.conf import settings
 from django.db import transaction
@@ -22,7 +22,7 @@ from contacts.models import Contact
 from contacts.services import contact_upsert, normalize_email
 from domains.services import sender_domain_for
 from messaging import rendering
-from messaging.links import system_links
+from messaging.links import PAGES, system_links
 from messaging.mime import Attachment
 from messaging.models import AttachmentBundle, Email, EmailType, Template
 from messaging.send_input import Address
@@ -106,6 +106,61 @@ def _estimated_size(email: Email, bundle: AttachmentBundle | None) -> int:
     return int(len(email.html.encode()) * 2.2) + (bundle.total_bytes * 4 // 3 if bundle else 0) + 4096
 
 
+def _email_row(
+    *,
+    project: Project,
+    content: SendContent,
+    domain_name: str,
+    to: Address,
+    contact: Contact | None,
+    variables: dict,
+    bundle: AttachmentBundle | None,
+    now,
+) -> Email:
+    """One recipient's email row: rendered with its variables and its own signed links."""
+    email_id = uuid.uuid4()
+    links = system_links(contact_id=contact.id, email_id=email_id) if contact else dict.fromkeys(PAGES, "#")
+    scope = rendering.template_scope(
+        contact_id=str(contact.id) if contact else "",
+        email=to.email,
+        subscribed=contact.subscribed if contact else True,
+        data=variables,
+        links=links,
+    )
+    # Never fails a send: content that does not render falls back to plain substitution (decisions.md).
+    rendered = rendering.render_email(subject=content.subject, body=content.body, scope=scope, lenient=True)
+    html = rendered.html
+    if content.type == EmailType.MARKETING and contact is not None:
+        html = with_unsubscribe_footer(html, links["unsubscribeUrl"])
+    email = Email(
+        id=email_id,
+        project=project,
+        contact=contact,
+        to_email=to.email,
+        to_name=to.name,
+        template=content.template,
+        campaign_id=content.campaign_id,
+        workflow_id=content.workflow_id,
+        source=content.source,
+        type=content.type,
+        from_email=content.sender.email,
+        from_name=content.sender.name,
+        reply_to=content.reply_to,
+        subject=rendered.subject[:998],
+        html=html,
+        headers=content.headers,
+        attachments=bundle,
+        message_id=f"<{email_id}@{domain_name}>",
+        created_at=now,
+        updated_at=now,
+    )
+    if _estimated_size(email, bundle) > settings.SEND_MESSAGE_MAX_BYTES:
+        raise ValidationFailed.field(
+            "body", f"The message would exceed {settings.SEND_MESSAGE_MAX_BYTES} bytes", "too_big"
+        )
+    return email
+
+
 def emails_queue(
     *,
     project: Project,
@@ -133,51 +188,42 @@ def emails_queue(
             source="send",
         )
         contact = result.contact
-        email_id = uuid.uuid4()
-        scope = rendering.template_scope(
-            contact_id=str(contact.id),
-            email=contact.email,
-            subscribed=contact.subscribed,
-            data={**contact.data, **result.variables},
-            links=system_links(contact_id=contact.id, email_id=email_id),
-        )
-        # Never fails a send: content that does not render falls back to plain substitution (decisions.md).
-        rendered = rendering.render_email(subject=content.subject, body=content.body, scope=scope, lenient=True)
-        html = (
-            with_unsubscribe_footer(rendered.html, scope["unsubscribeUrl"])
-            if content.type == EmailType.MARKETING
-            else rendered.html
-        )
-        email = Email(
-            id=email_id,
+        email = _email_row(
             project=project,
+            content=content,
+            domain_name=domain.name,
+            to=Address(email=contact.email, name=recipient.name),
             contact=contact,
-            to_email=contact.email,
-            to_name=recipient.name,
-            template=content.template,
-            campaign_id=content.campaign_id,
-            workflow_id=content.workflow_id,
-            source=content.source,
-            type=content.type,
-            from_email=content.sender.email,
-            from_name=content.sender.name,
-            reply_to=content.reply_to,
-            subject=rendered.subject[:998],
-            html=html,
-            headers=content.headers,
-            attachments=bundle,
-            message_id=f"<{email_id}@{domain.name}>",
-            created_at=now,
-            updated_at=now,
+            variables={**contact.data, **result.variables},
+            bundle=bundle,
+            now=now,
         )
-        if _estimated_size(email, bundle) > settings.SEND_MESSAGE_MAX_BYTES:
-            raise ValidationFailed.field(
-                "body", f"The message would exceed {settings.SEND_MESSAGE_MAX_BYTES} bytes", "too_big"
-            )
         queued.append(Queued(contact=contact, email=email))
     Email.objects.bulk_create([item.email for item in queued])
     enqueue_delivery([item.email.id for item in queued])
     return queued
+
+
+def email_send_test(*, project: Project, to: Address, content: SendContent, sample_data: dict | None = None) -> Email:
+    """One test message (`source=test`) rendered with sample data; it creates no contact and records no event.
+    The subject is prefixed `[TEST] `."""
+    domain = sender_domain_for(project=project, address=content.sender.email)
+    existing = Contact.objects.filter(project=project, email=normalize_email(to.email)).first()
+    variables = {**(existing.data if existing else {}), **(sample_data or {})}
+    content = replace(content, subject=f"[TEST] {content.subject}", source=Email.Source.TEST)
+    email = _email_row(
+        project=project,
+        content=content,
+        domain_name=domain.name,
+        to=to,
+        contact=None,
+        variables=variables,
+        bundle=_bundle(project, content.attachments),
+        now=timezone.now(),
+    )
+    email.save(force_insert=True)
+    enqueue_delivery([email.id])
+    return email
 
 
 def enqueue_delivery(email_ids: list) -> None:
