@@ -54,14 +54,15 @@ def bench_track(args) -> dict:
     project = setup_project(env)
     url_path = "/v1/track"
     runs = []
+    lua = TRACK_LUA.replace("USERS", str(args.users))
     with gunicorn(env, port=args.port, workers=args.workers, threads=args.threads) as base:
         wrk(
             base + url_path,
             key=project["publicKey"],
             connections=args.connections,
-            seconds=3,
+            seconds=5,
             method="POST",
-            request_lua=TRACK_LUA,
+            request_lua=lua,
         )  # warm-up, also creates most contacts
         for _ in range(args.runs):
             runs.append(
@@ -71,7 +72,7 @@ def bench_track(args) -> dict:
                     connections=args.connections,
                     seconds=args.seconds,
                     method="POST",
-                    request_lua=TRACK_LUA,
+                    request_lua=lua,
                 )
             )
     return {
@@ -183,7 +184,7 @@ def bench_search(args) -> dict:
 
         with psycopg.connect(dsn, autocommit=True) as conn:
             started = time.perf_counter()
-            conn.execute(SEED_SQL.replace("%%", "%"), {"project": project["id"], "count": args.contacts}, prepare=False)
+            conn.execute(SEED_SQL, {"project": project["id"], "count": args.contacts}, prepare=False)
             conn.execute("VACUUM ANALYZE contacts_contact")
             seeded = time.perf_counter() - started
         Path("/tmp/herald_bench_contacts.json").write_text(json.dumps(project))

@@ -10,7 +10,8 @@ class Contact(models.Model):
     """A person of a project's audience, identified by a lower-cased email unique within the project."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="contacts")
+    # No single-column index on project: every composite index below starts with it.
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="contacts", db_index=False)
     email = models.CharField(max_length=320)
     subscribed = models.BooleanField(default=True)
     snoozed_until = models.DateTimeField(null=True, blank=True)
@@ -35,8 +36,9 @@ class Event(models.Model):
     """Something a contact did (tracked through the API) or that happened to it (system events)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="events")
-    contact = models.ForeignKey(Contact, on_delete=models.CASCADE, related_name="events")
+    # Served by the composite indexes below; single-column FK indexes would only slow down every insert.
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="events", db_index=False)
+    contact = models.ForeignKey(Contact, on_delete=models.CASCADE, related_name="events", db_index=False)
     name = models.CharField(max_length=255)
     # Set on email.* events by the messaging app; a plain UUID so that contacts does not depend on messaging.
     email_id = models.UUIDField(null=True, blank=True)
