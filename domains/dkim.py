@@ -12,13 +12,42 @@ from functools import lru_cache
 import dkim
 from cryptography.fernet import Fernet, MultiFernet
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric import padding, rsa, utils
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
 
 from domains import dns
 
 KEY_SIZE = 2048
+_DIGESTS = {"sha256": hashes.SHA256, "sha1": hashes.SHA1}
+
+
+@lru_cache(maxsize=256)
+def _openssl_key(n: int, e: int, d: int, p: int, q: int, dmp1: int, dmq1: int, iqmp: int) -> rsa.RSAPrivateKey:
+    return rsa.RSAPrivateNumbers(p, q, d, dmp1, dmq1, iqmp, rsa.RSAPublicNumbers(e, n)).private_key()
+
+
+def _openssl_pkcs1_sign(digest, private_key: dict) -> bytes:
+    """dkimpy's RSASSA-PKCS1-v1_5 signature primitive, computed by OpenSSL."""
+    key = _openssl_key(
+        private_key["modulus"],
+        private_key["publicExponent"],
+        private_key["privateExponent"],
+        private_key["prime1"],
+        private_key["prime2"],
+        private_key["exponent1"],
+        private_key["exponent2"],
+        private_key["coefficient"],
+    )
+    algorithm = _DIGESTS[digest.name.lower()]()
+    return key.sign(digest.digest(), padding.PKCS1v15(), utils.Prehashed(algorithm))
+
+
+# dkimpy computes the RSA signature with Python integers: 5-10 ms per 2048-bit signature on this hardware, which
+# would cap delivery near 200 messages/s per core. The identical PKCS#1 v1.5 signature from OpenSSL takes 0.3 ms.
+# dkimpy still does everything else (canonicalisation, body and header hashes, the DKIM-Signature header), and
+# the tests verify every signature with dkimpy's own verifier.
+dkim.RSASSA_PKCS1_v1_5_sign = _openssl_pkcs1_sign
 _HKDF_INFO = b"herald/domains/dkim-private-key/v1"
 # Headers signed by default: those a recipient sees and that a replay attacker would want to change.
 SIGNED_HEADERS = (
