@@ -7,10 +7,10 @@ The rate limit stays on (it is part of the overhead) but is raised so that it do
 """
 
 import argparse
-import sys
-from pathlib import Path
 import json
 import statistics
+import sys
+from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.serve import bench_env, fresh_database, gunicorn, machine, setup_project, wrk

@@ -20,7 +20,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.serve import BIN, PG, PYTHON, REDIS, ROOT, bench_env, fresh_database, machine, manage  # noqa: E402
+from bench.serve import BIN, PG, PYTHON, ROOT, bench_env, fresh_database, machine, manage
 
 SINK_PORT = 2526
 PARAGRAPH = (
