@@ -128,7 +128,8 @@ class ContactLookupOutputSerializer(serializers.Serializer):
 
 class FieldSerializer(serializers.Serializer):
     field = serializers.CharField()
-    type = serializers.ChoiceField(choices=["string", "number", "boolean", "date", "object", "array"])
+    # A plain string in the schema: a `type` enum here collides with other apps' `type` enums in spectacular.
+    type = serializers.CharField(help_text="string, number, boolean, date, object or array")
     coverage = serializers.IntegerField()
 
 
