@@ -177,30 +177,6 @@ def clear_local_cache() -> None:
     _local.clear()
 
 
-def cached(queries: list[tuple[str, str]]) -> dict[tuple[str, str], DnsResult]:
-    """Answers already cached for these (name, type) pairs: from the process, else in one shared-cache round trip."""
-    found: dict[tuple[str, str], DnsResult] = {}
-    keys: dict[str, tuple[str, str]] = {}
-    for name, rdtype in queries:
-        key = _cache_key(name.lower().rstrip("."), rdtype.upper())
-        local = _local_get(key)
-        if local is not None:
-            found[(name, rdtype)] = _unpack(name, rdtype, local)
-        else:
-            keys[key] = (name, rdtype)
-    if not keys:
-        return found
-    try:
-        hits = cache.get_many(list(keys))
-    except Exception:
-        logger.warning("DNS answer cache unavailable", exc_info=True)
-        return found
-    for key, value in hits.items():
-        found[keys[key]] = _unpack(*keys[key], value)
-        _local_set(key, value, settings.DNS_LOCAL_CACHE_SECONDS)
-    return found
-
-
 def resolve(name: str, rdtype: str, *, use_cache: bool = True) -> DnsResult:
     """Look up `rdtype` records of `name`; never raises for DNS failures (see the module docstring)."""
     name = name.lower().rstrip(".")

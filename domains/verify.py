@@ -161,12 +161,12 @@ def _matches(domain: str, names) -> bool:
 
 
 def _check_dns(result: VerifyResult, domain: str) -> None:
-    """MX, then the RFC 5321 address fallback, then the website. Warm answers come from one cache round trip."""
+    """MX, then the RFC 5321 address fallback, then the website; each lookup only when the answer still matters
+    (a warm domain usually costs MX and A, both from process memory)."""
     www = f"www.{domain}"
-    warm = dns.cached([(domain, "MX"), (domain, "A"), (domain, "AAAA"), (www, "A"), (www, "AAAA")])
 
     def lookup(name: str, rdtype: str) -> DnsResult:
-        return warm.get((name, rdtype)) or dns.resolve(name, rdtype)
+        return dns.resolve(name, rdtype)
 
     mx = lookup(domain, "MX")
     if mx.temporary_failure:
