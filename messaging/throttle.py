@@ -8,7 +8,8 @@ import time
 
 from django.conf import settings
 from django.core.cache import caches
-from django.core.cache.backends.redis import RedisCache
+
+from config.cache import redis_client
 
 _BUCKET = """
 local rate, burst, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -33,9 +34,9 @@ def send_slot_wait(project_id) -> float:
     cache = caches["default"]
     key = f"send-bucket:{project_id}"
     now = time.time()
-    if isinstance(cache, RedisCache):
+    client = redis_client(cache)
+    if client is not None:
         full_key = cache.make_and_validate_key(key)
-        client = cache._cache.get_client(full_key, write=True)
         return float(client.eval(_BUCKET, 1, full_key, rate, burst, now))
     tokens, at = cache.get(key, (burst, now))
     tokens = min(burst, tokens + (now - at) * rate)

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.cache import caches
-from django.core.cache.backends.redis import RedisCache
+
+from config.cache import redis_client
 
 logger = logging.getLogger(__name__)
 WINDOW_SECONDS = 60
@@ -33,9 +34,9 @@ class RateLimitState:
 
 def _increment(key: str, timeout: int) -> int:
     cache = caches["default"]
-    if isinstance(cache, RedisCache):
+    client = redis_client(cache)
+    if client is not None:
         full_key = cache.make_and_validate_key(key)
-        client = cache._cache.get_client(full_key, write=True)
         pipe = client.pipeline()
         pipe.incr(full_key)
         pipe.expire(full_key, timeout, nx=True)
