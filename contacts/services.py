@@ -64,10 +64,18 @@ def event_record(*, project: Project, contact: Contact, name: str, data: dict | 
     return event
 
 
-def events_record_bulk(*, project: Project, items: Iterable[tuple[Contact, str, dict]]) -> list[Event]:
-    """Record many events in one INSERT and announce them after commit; `items` are (contact, name, data)."""
+def events_record_bulk(
+    *, project: Project, items: Iterable[tuple[Contact, str, dict]], email_ids: Iterable | None = None
+) -> list[Event]:
+    """Record many events in one INSERT and announce them after commit; `items` are (contact, name, data), and
+    `email_ids`, when given, the email each event is about (same order)."""
     now = timezone.now()
-    events = [Event(project=project, contact=c, name=n, data=d or {}, created_at=now) for c, n, d in items]
+    items = list(items)
+    ids = list(email_ids) if email_ids is not None else [None] * len(items)
+    events = [
+        Event(project=project, contact=c, name=n, data=d or {}, email_id=e, created_at=now)
+        for (c, n, d), e in zip(items, ids, strict=True)
+    ]
     if events:
         Event.objects.bulk_create(events, batch_size=1000)
         _announce(project, events)

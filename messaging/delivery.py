@@ -174,13 +174,16 @@ def _event_data(email: Email, **extra) -> dict:
 def _record_events(report: DeliveryReport) -> None:
     by_project = defaultdict(list)
     for email, sent_at in report.sent:
-        if email.contact is not None:
-            by_project[email.project].append((email.contact, "email.sent", _event_data(email, sentAt=iso(sent_at))))
+        by_project[email.project].append((email, "email.sent", _event_data(email, sentAt=iso(sent_at))))
     for email, error in report.failed:
-        if email.contact is not None:
-            by_project[email.project].append((email.contact, "email.failed", _event_data(email, error=error)))
-    for project, items in by_project.items():
-        events_record_bulk(project=project, items=items)
+        by_project[email.project].append((email, "email.failed", _event_data(email, error=error)))
+    for project, rows in by_project.items():
+        rows = [(email, name, data) for email, name, data in rows if email.contact is not None]
+        events_record_bulk(
+            project=project,
+            items=[(email.contact, name, data) for email, name, data in rows],
+            email_ids=[email.id for email, _, _ in rows],
+        )
 
 
 def _send_claimed(emails: list[Email], report: DeliveryReport) -> None:

@@ -56,6 +56,7 @@ def test_a_send_reaches_the_smtp_server_with_everything_rendered(send, smtp_sink
     email = Email.objects.get(id=entry["email"])
     assert (email.status, email.attempts) == ("SENT", 1)
     sent_event = Event.objects.get(contact=contact, name="email.sent")
+    assert sent_event.email_id == email.id
     assert sent_event.data["emailId"] == str(email.id)
     assert sent_event.data["subject"] == "Hello Ann Lee, your pro plan"
 
