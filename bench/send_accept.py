@@ -1,0 +1,74 @@
+"""POST /v1/send acceptance: gunicorn on PostgreSQL and Redis (broker and cache), 50 connections, each request
+one new recipient with data and a rendered template. Delivery is excluded (no worker runs; the tasks wait in
+Redis), so the figure is what the API accepts: validation, contact upsert, rendering, the email row, the task.
+
+    python bench/send_accept.py [--seconds 20] [--workers 4] [--runs 3]
+"""
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.serve import bench_env, fresh_database, gunicorn, machine, setup_project, wrk
+
+BODY_LUA = """
+math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16))
+"""
+REQUEST_LUA = """
+request = function()
+  counter = counter + 1
+  local body = string.format('{"to":{"name":"Reader %d","email":"r%d-%d@example.test"},'
+    .. '"from":{"name":"Bench","email":"news@bench.test"},'
+    .. '"subject":"Hello {{ name }}","body":"<p>Hi {{ name }}, your plan is {{ plan }}.</p>",'
+    .. '"data":{"plan":"pro","seats":5}}', counter, math.random(1, 1000000000), counter)
+  return wrk.format(nil, nil, nil, body)
+end
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=int, default=20)
+    parser.add_argument("--connections", type=int, default=50)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--port", type=int, default=18002)
+    args = parser.parse_args()
+
+    fresh_database("herald_bench_send")
+    env = bench_env("herald_bench_send", API_RATE_LIMIT_PER_MINUTE="100000000")
+    project = setup_project(env)
+    runs = []
+    with gunicorn(env, port=args.port, workers=args.workers) as base:
+        options = dict(
+            key=project["secretKey"],
+            connections=args.connections,
+            method="POST",
+            body_lua=BODY_LUA,
+            request_lua=REQUEST_LUA,
+        )
+        wrk(f"{base}/v1/send", seconds=3, **options)  # warm-up
+        for _ in range(args.runs):
+            runs.append(wrk(f"{base}/v1/send", seconds=args.seconds, **options))
+    print(
+        json.dumps(
+            {
+                "benchmark": "send_accept",
+                "connections": args.connections,
+                "gunicorn": f"{args.workers} sync workers",
+                "machine": machine(),
+                "median_requests_per_second": statistics.median(r["requests_per_second"] for r in runs),
+                "median_p50_ms": statistics.median(r["p50_ms"] for r in runs),
+                "median_p99_ms": statistics.median(r["p99_ms"] for r in runs),
+                "runs": runs,
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
