@@ -6,7 +6,9 @@ PostgreSQL and Redis (cache, so DNS answers are shared by the workers as in prod
 flags run each time while DNS is answered from the cache after the warm-up. The rate limit stays on (raised).
 Each run is followed by one against the floor (a malformed address: authentication, rate limit and DRF only).
 
-    python bench/verify_bench.py [--seconds 20] [--workers 4] [--connections 50] [--runs 3]
+    python bench/verify_bench.py [--seconds 12] [--workers 2] [--threads 4] [--connections 50] [--runs 3]
+
+Threaded workers (gthread) keep connections alive; sync workers open a TCP connection per request.
 """
 
 import argparse
@@ -48,8 +50,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--connections", type=int, default=50)
-    parser.add_argument("--workers", type=int, default=4)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--port", type=int, default=18200)
     parser.add_argument("--dns-port", type=int, default=18253)

@@ -1,5 +1,6 @@
 """Input and output serializers of the domains endpoints and /v1/verify, with explicit camelCase names."""
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.api.timestamps import iso
@@ -39,6 +40,7 @@ class DomainOutputSerializer(serializers.Serializer):
     createdAt = IsoDateTimeField(source="created_at")
     updatedAt = IsoDateTimeField(source="updated_at")
 
+    @extend_schema_field(DomainRecordOutputSerializer(many=True))
     def get_records(self, domain) -> list[dict]:
         return DomainRecordOutputSerializer(records.records_json(domain), many=True).data
 
