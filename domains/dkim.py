@@ -122,20 +122,23 @@ def record_public_key(value: str) -> str | None:
 
 def sign(*, message: bytes, selector: str, domain_name: str, private_key_encrypted: str) -> bytes:
     """The `DKIM-Signature: ...` header (bytes, CRLF-terminated) for `message`, signed relaxed/relaxed."""
+    present = _header_names(message)
     return dkim.sign(
         message,
         selector.encode("ascii"),
         domain_name.encode("ascii"),
         decrypt_private_key(private_key_encrypted),
         canonicalize=(b"relaxed", b"relaxed"),
-        include_headers=[name for name in SIGNED_HEADERS if _has_header(message, name)] or [b"from"],
+        include_headers=[name for name in SIGNED_HEADERS if name in present] or [b"from"],
         linesep=b"\r\n",
     )
 
 
-def _has_header(message: bytes, name: bytes) -> bool:
+def _header_names(message: bytes) -> set[bytes]:
     head = message.split(b"\r\n\r\n", 1)[0].split(b"\n\n", 1)[0]
-    return any(line.split(b":", 1)[0].strip().lower() == name for line in head.splitlines() if b":" in line)
+    return {
+        line.split(b":", 1)[0].strip().lower() for line in head.splitlines() if line[:1] not in b" \t" and b":" in line
+    }
 
 
 def txt_lookup(name: bytes, timeout: int = 5) -> bytes | None:
