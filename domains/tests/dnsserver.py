@@ -12,6 +12,7 @@ import socket
 import socketserver
 import threading
 
+import dns.exception
 import dns.flags
 import dns.message
 import dns.name
@@ -32,13 +33,14 @@ class DnsServer:
         self.zone = Zone()
         self.mode = "normal"
         self.queries: list[tuple[str, str]] = []
+        self.tcp_queries = 0
         self._lock = threading.Lock()
         server = self
 
         class Udp(socketserver.BaseRequestHandler):
             def handle(self):
                 data, sock = self.request
-                wire = server.answer(data)
+                wire = server.answer(data, udp=True)
                 if wire is not None:
                     sock.sendto(wire, self.client_address)
 
@@ -54,6 +56,7 @@ class DnsServer:
                     if not chunk:
                         return
                     data += chunk
+                server.tcp_queries += 1
                 wire = server.answer(data)
                 if wire is not None:
                     self.request.sendall(len(wire).to_bytes(2, "big") + wire)
@@ -83,13 +86,14 @@ class DnsServer:
         self.zone.clear()
         self.mode = "normal"
         self.queries.clear()
+        self.tcp_queries = 0
 
     def stop(self) -> None:
         for srv in (self.udp, self.tcp):
             srv.shutdown()
             srv.server_close()
 
-    def answer(self, data: bytes) -> bytes | None:
+    def answer(self, data: bytes, *, udp: bool = False) -> bytes | None:
         if self.mode == "silent":
             return None
         query = dns.message.from_wire(data)
@@ -111,7 +115,16 @@ class DnsServer:
             response.answer.append(rrset)
         elif not self.zone.name_exists(name):
             response.set_rcode(dns.rcode.NXDOMAIN)
-        return response.to_wire(max_size=65535)
+        if not udp:
+            return response.to_wire(max_size=65535)
+        # Over UDP an answer larger than the client's buffer is truncated (TC): the client must retry over TCP.
+        limit = max(512, query.payload) if query.edns >= 0 else 512
+        try:
+            return response.to_wire(max_size=limit)
+        except dns.exception.TooBig:
+            truncated = dns.message.make_response(query)
+            truncated.flags |= dns.flags.AA | dns.flags.TC
+            return truncated.to_wire()
 
 
 def _rdata(rdtype, text: str):

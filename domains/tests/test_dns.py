@@ -88,3 +88,13 @@ def test_process_memory_answers_before_the_shared_cache(dns_server, settings):
     cache.clear()
     assert dns.resolve("mem.example.com", "A").found
     assert dns_server.queries.count(("mem.example.com", "A")) == 2
+
+
+def test_an_answer_too_big_for_udp_is_fetched_over_tcp(dns_server):
+    # A 4096-bit DKIM key plus other TXT records at the apex exceed the UDP buffer: the answer comes over TCP.
+    big = ["v=DKIM1; k=rsa; p=" + "B" * 700, "v=spf1 " + "include:x.example " * 40 + "~all", "z" * 300]
+    dns_server.zone[("big.example.com", "TXT")] = big
+    result = dns.resolve("big.example.com", "TXT", use_cache=False)
+    assert result.status == DnsStatus.OK
+    assert sorted(result.records) == sorted(big)
+    assert dns_server.tcp_queries == 1
