@@ -2,7 +2,7 @@ from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 
 from accounts.models import IdempotencyRecord, Job, Membership, Project, User
-from accounts.services import project_disable, project_enable, project_regenerate_keys
+from accounts.services import project_auth_changed, project_disable, project_enable, project_regenerate_keys
 
 
 @admin.register(User)
@@ -34,6 +34,19 @@ class ProjectAdmin(admin.ModelAdmin):
     exclude = ["secret_key_hash"]
     inlines = [MembershipInline]
     actions = ["disable_projects", "enable_projects", "regenerate_keys"]
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        project_auth_changed(project=obj)
+
+    def delete_model(self, request, obj):
+        project_auth_changed(project=obj)
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        for project in queryset:
+            project_auth_changed(project=project)
+        super().delete_queryset(request, queryset)
 
     @admin.action(description="Disable selected projects")
     def disable_projects(self, request, queryset):

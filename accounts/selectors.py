@@ -1,10 +1,11 @@
 import hmac
 from dataclasses import dataclass
 
+from accounts import keycache
 from accounts.keys import KeyKind, hash_key, kind_of
 from accounts.models import IdempotencyRecord, Project
 
-_PROJECT_AUTH_FIELDS = ("id", "name", "disabled", "disabled_reason", "public_key", "secret_key_hash")
+_PROJECT_AUTH_FIELDS = keycache.FIELDS
 # Every API request runs this lookup: plain SQL on the unique index skips the ORM's query compilation, which
 # costs three times the query itself here (0.35 ms of 0.47 ms on PostgreSQL).
 _AUTH_SQL = "SELECT {fields} FROM {table} WHERE {column} = %s"
@@ -21,21 +22,34 @@ class ApiKeyMatch:
     kind: KeyKind
 
 
+def _load(kind: KeyKind, token: str, digest: str) -> Project | None:
+    if keycache.enabled():
+        cached = keycache.cached_project(digest)
+        if isinstance(cached, Project):
+            return cached
+    else:
+        cached = keycache.STALE
+    project = _project_by("public_key", token) if kind is KeyKind.PUBLIC else _project_by("secret_key_hash", digest)
+    if project is not None and cached is None:
+        keycache.remember(digest, project)
+    return project
+
+
 def api_key_lookup(*, token: str) -> ApiKeyMatch | None:
-    """Find the project a key belongs to with one indexed query; None for an unknown or malformed key."""
+    """Find the project a key belongs to: from the shared key cache, else with one indexed query. None for an
+    unknown or malformed key."""
     kind = kind_of(token)
     if kind is None:
         return None
+    digest = hash_key(token)
+    project = _load(kind, token, digest)
+    if project is None:
+        return None
     if kind is KeyKind.PUBLIC:
-        project = _project_by("public_key", token)
-        if project is None or not hmac.compare_digest(project.public_key, token):
-            return None
+        matches = hmac.compare_digest(project.public_key, token)
     else:
-        digest = hash_key(token)
-        project = _project_by("secret_key_hash", digest)
-        if project is None or not hmac.compare_digest(project.secret_key_hash, digest):
-            return None
-    return ApiKeyMatch(project=project, kind=kind)
+        matches = hmac.compare_digest(project.secret_key_hash, digest)
+    return ApiKeyMatch(project=project, kind=kind) if matches else None
 
 
 def idempotency_record_get(*, project: Project, key: str) -> IdempotencyRecord | None:

@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from accounts import keycache
 from accounts.keys import KeyPair, generate_pair, hash_key
 from accounts.models import IdempotencyRecord, Membership, Project, User
 
@@ -39,8 +40,14 @@ def project_create(*, name: str, owner: User) -> tuple[Project, KeyPair]:
     return project, keys
 
 
+def project_auth_changed(*, project: Project) -> None:
+    """Make every process re-read the project for its current keys (after a rename, disable, enable, delete)."""
+    keycache.forget(hash_key(project.public_key), project.secret_key_hash)
+
+
 def project_regenerate_keys(*, project: Project) -> KeyPair:
     """Replace both keys at once; the old ones fail on the very next request (no grace period)."""
+    project_auth_changed(project=project)
     keys = generate_pair()
     _apply_keys(project, keys)
     project.save(update_fields=["public_key", "secret_key_hash", "secret_key_hint", "keys_rotated_at", "updated_at"])
@@ -52,6 +59,7 @@ def project_disable(*, project: Project, reason: str) -> None:
     project.disabled_reason = reason[:100]
     project.disabled_at = timezone.now()
     project.save(update_fields=["disabled", "disabled_reason", "disabled_at", "updated_at"])
+    project_auth_changed(project=project)
 
 
 def project_enable(*, project: Project) -> None:
@@ -59,6 +67,7 @@ def project_enable(*, project: Project) -> None:
     project.disabled_reason = ""
     project.disabled_at = None
     project.save(update_fields=["disabled", "disabled_reason", "disabled_at", "updated_at"])
+    project_auth_changed(project=project)
 
 
 def idempotency_claim(*, project: Project, key: str, method: str, path: str) -> IdempotencyRecord | None:

@@ -126,6 +126,12 @@ ANYMAIL = env.dict("ANYMAIL", default={})
 DNS_NAMESERVERS = env.list("DNS_NAMESERVERS", default=[])
 DNS_TIMEOUT_SECONDS = env.float("DNS_TIMEOUT_SECONDS", default=3.0)
 
+# Seconds a key -> project lookup is kept in the shared cache; only a cache every process shares can forget a
+# rotated key everywhere at once, so the default is on for Redis and off for local memory.
+API_KEY_CACHE_SECONDS = env.int(
+    "API_KEY_CACHE_SECONDS", default=300 if CACHES["default"]["BACKEND"].endswith("RedisCache") else 0
+)
+
 # API behaviour ------------------------------------------------------------------------------------------------
 API_RATE_LIMIT_PER_MINUTE = env.int("API_RATE_LIMIT_PER_MINUTE", default=1000)
 IDEMPOTENCY_KEY_TTL_HOURS = env.int("IDEMPOTENCY_KEY_TTL_HOURS", default=24)

@@ -12,12 +12,12 @@ def test_health_reports_each_dependency(anon_client):
 def test_health_names_a_failing_broker_with_503(anon_client, settings):
     from config.celery import app
 
-    original = app.conf.broker_url
-    app.conf.broker_url = "redis://127.0.0.1:1/0"
+    original = app.conf.broker_url, app.conf.broker_write_url
+    app.conf.broker_url = app.conf.broker_write_url = "redis://127.0.0.1:1/0"
     try:
         response = anon_client.get("/health")
     finally:
-        app.conf.broker_url = original
+        app.conf.broker_url, app.conf.broker_write_url = original
     assert response.status_code == 503
     assert response.json()["checks"]["broker"] == "error"
     assert response.json()["failing"] == ["broker"]
