@@ -3,6 +3,9 @@
 Runs gunicorn on PostgreSQL and Redis (cache and broker) and drives `GET <path>` with wrk at 50 connections.
 The rate limit stays on (it is part of the overhead) but is raised so that it does not answer 429s.
 
+`--probe` serves the test suite's probe routes (config/tests/probe_urls.py) next to the real ones and measures
+`GET /probe/secret`, an authenticated endpoint that does no work of its own: the overhead alone.
+
     python bench/api_overhead.py [--path /contacts?limit=1] [--seconds 20] [--workers 4] [--runs 3]
 """
 
@@ -25,10 +28,15 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--port", type=int, default=18001)
+    parser.add_argument("--probe", action="store_true")
     args = parser.parse_args()
+    if args.probe:
+        args.path = "/probe/secret"
 
     fresh_database("herald_bench_api")
     env = bench_env("herald_bench_api", API_RATE_LIMIT_PER_MINUTE="100000000")
+    if args.probe:
+        env["DJANGO_SETTINGS_MODULE"] = "bench.probe_settings"
     project = setup_project(env)
     runs = []
     with gunicorn(env, port=args.port, workers=args.workers, threads=args.threads) as base:
