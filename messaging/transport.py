@@ -7,8 +7,11 @@ those bytes as they are; provider backends (anymail) read the same content from 
 
 import contextlib
 import smtplib
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from django.core.mail import EmailMultiAlternatives, get_connection
+from django.core.mail.backends.smtp import EmailBackend as SmtpBackend
 
 
 class TransportError(Exception):
@@ -38,6 +41,17 @@ class _RawMime:
 
     def __getitem__(self, name):  # backends that peek at a header (e.g. locmem tests)
         return None
+
+
+@dataclass
+class PreparedMessage:
+    """A message ready for the transport: the signed bytes with their envelope, and how to express the same
+    message as a Django `EmailMessage` for backends that want one (providers)."""
+
+    raw: bytes
+    envelope_from: str
+    recipients: list[str]
+    as_email_message: Callable[[], "OutgoingMessage"]
 
 
 class OutgoingMessage(EmailMultiAlternatives):
@@ -98,9 +112,22 @@ class Transport:
         with contextlib.suppress(Exception):
             self.connection.close()
 
-    def send(self, message: OutgoingMessage) -> str:
+    def _smtp(self) -> smtplib.SMTP | None:
+        """The open smtplib connection of Django's SMTP backend, which takes the prepared bytes as they are."""
+        if isinstance(self.connection, SmtpBackend):
+            return self.connection.connection
+        return None
+
+    def send(self, prepared: PreparedMessage) -> str:
         """Send one message; return the provider's message id when the backend reports one."""
+        smtp = self._smtp()
+        message = None
         try:
+            if smtp is not None and prepared.envelope_from.isascii() and all(r.isascii() for r in prepared.recipients):
+                # Straight to smtplib: Django's backend would only re-parse the addresses we already checked.
+                smtp.sendmail(prepared.envelope_from, prepared.recipients, prepared.raw)
+                return ""
+            message = prepared.as_email_message()
             self.connection.send_messages([message])
         except smtplib.SMTPException as exc:
             raise _smtp_error(exc) from exc
