@@ -35,10 +35,10 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	DEBUG=true $(BIN)/python manage.py check --fail-level WARNING
-	$(BIN)/python manage.py makemigrations --check --dry-run
+	DEBUG=true $(BIN)/python manage.py makemigrations --check --dry-run
 
 schema: install
-	$(BIN)/python manage.py spectacular --validate --fail-on-warn --file var/openapi.yaml
+	DEBUG=true $(BIN)/python manage.py spectacular --validate --fail-on-warn --file var/openapi.yaml
 
 format: install
 	$(BIN)/ruff check --fix .
