@@ -73,3 +73,14 @@ def other_client(other_project) -> APIClient:
 @pytest.fixture
 def anon_client() -> APIClient:
     return APIClient()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Remove this run's filesystem-broker folder (config/settings/test.py names one per process)."""
+    import shutil
+
+    from django.conf import settings
+
+    folder = getattr(settings, "CELERY_BROKER_TRANSPORT_OPTIONS", {}).get("data_folder_in")
+    if folder and "test-broker-" in folder:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -174,17 +174,25 @@ SPECTACULAR_SETTINGS = {
 
 # Celery ---------------------------------------------------------------------------------------------------------
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
-if CELERY_BROKER_URL.startswith("filesystem://"):
-    # No broker process in development: web, worker and beat exchange messages through files under var/.
-    _broker_dir = Path(env.str("CELERY_BROKER_FOLDER", default=str(VAR_DIR / "broker")))
-    (_broker_dir / "processed").mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(_broker_dir),
-        "data_folder_out": str(_broker_dir),
-        "processed_folder": str(_broker_dir / "processed"),
-        "control_folder": str(_broker_dir / "control"),
+
+
+def filesystem_broker_options(folder: Path) -> dict:
+    """Kombu's filesystem transport, all of its files under `folder`."""
+    (folder / "processed").mkdir(parents=True, exist_ok=True)
+    return {
+        "data_folder_in": str(folder),
+        "data_folder_out": str(folder),
+        "processed_folder": str(folder / "processed"),
+        "control_folder": str(folder / "control"),
         "store_processed": False,
     }
+
+
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    # No broker process in development: web, worker and beat exchange messages through files under var/.
+    CELERY_BROKER_TRANSPORT_OPTIONS = filesystem_broker_options(
+        Path(env.str("CELERY_BROKER_FOLDER", default=str(VAR_DIR / "broker")))
+    )
 else:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)

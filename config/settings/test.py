@@ -8,7 +8,7 @@ test database by name (tests/conftest fixtures).
 import os
 
 from .base import *  # noqa: F403
-from .base import CELERY_BROKER_URL, DATABASES, VAR_DIR, env
+from .base import CELERY_BROKER_URL, DATABASES, VAR_DIR, env, filesystem_broker_options
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=True)
@@ -24,12 +24,4 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 if CELERY_BROKER_URL.startswith("filesystem://"):
     # Integration tests start real workers; a folder of this run's own keeps a running `make run` worker away.
-    _test_broker = VAR_DIR / f"test-broker-{os.getpid()}"
-    (_test_broker / "processed").mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(_test_broker),
-        "data_folder_out": str(_test_broker),
-        "processed_folder": str(_test_broker / "processed"),
-        "control_folder": str(_test_broker / "control"),
-        "store_processed": False,
-    }
+    CELERY_BROKER_TRANSPORT_OPTIONS = filesystem_broker_options(VAR_DIR / f"test-broker-{os.getpid()}")
