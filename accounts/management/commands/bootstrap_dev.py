@@ -12,8 +12,11 @@ from django.core.management.base import BaseCommand, CommandError
 
 from accounts.models import User
 from accounts.services import project_create, user_get_or_create
+from domains.services import domain_mark_verified_by_operator
 
 ADMIN_EMAIL = "admin@localhost.test"
+# A sender domain vouched for on the development install only, so that /v1/send works right after `make run`.
+DEV_SENDER_DOMAIN = "herald.test"
 
 
 class Command(BaseCommand):
@@ -33,6 +36,7 @@ class Command(BaseCommand):
             admin.is_staff = admin.is_superuser = True
             admin.save()
             project, keys = project_create(name="Development", owner=admin)
+            domain_mark_verified_by_operator(project=project, name=DEV_SENDER_DOMAIN)
             credentials = {
                 "adminEmail": admin.email,
                 "adminPassword": password,
@@ -55,7 +59,9 @@ class Command(BaseCommand):
                     f"  Project:     Development ({credentials['projectId']})",
                     f"  Public key:  {credentials['publicKey']}",
                     f"  Secret key:  {credentials['secretKey']}",
-                    f"  Try:         curl -H 'Authorization: Bearer {credentials['secretKey']}' {base}/health",
+                    f"  Sender:      hello@{DEV_SENDER_DOMAIN} (domain verified for development)",
+                    f"  Try:         curl -H 'Authorization: Bearer {credentials['secretKey']}' {base}/contacts",
+                    f"  Mail goes to {settings.EMAIL_URL} (set EMAIL_URL=smtp://host:port for a real server)",
                     "",
                 ]
             )

@@ -1,0 +1,31 @@
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from accounts.keys import hash_key
+from accounts.models import Project
+from domains.models import Domain
+
+pytestmark = pytest.mark.django_db
+
+
+def test_first_run_creates_admin_project_and_sender_then_reprints_them(settings, tmp_path, capsys):
+    settings.DEBUG = True
+    settings.VAR_DIR = tmp_path
+    call_command("bootstrap_dev")
+    first = capsys.readouterr().out
+    credentials = json.loads((tmp_path / "dev-credentials.json").read_text())
+    project = Project.objects.get(pk=credentials["projectId"])
+    assert project.secret_key_hash == hash_key(credentials["secretKey"])
+    assert Domain.objects.get(project=project).name == "herald.test"
+    assert credentials["secretKey"] in first and credentials["adminPassword"] in first
+    call_command("bootstrap_dev")
+    assert credentials["secretKey"] in capsys.readouterr().out
+    assert Project.objects.count() == 1
+
+
+def test_refuses_outside_debug(settings):
+    settings.DEBUG = False
+    with pytest.raises(CommandError):
+        call_command("bootstrap_dev")
