@@ -258,3 +258,26 @@ def test_an_idempotency_key_sends_once(send, smtp_sink):
 
 def test_unknown_top_level_fields_are_ignored(send, smtp_sink):
     assert send(body(clientVersion="node-1.2", extra={"a": 1})).status_code == 200
+
+
+def test_the_default_outbox_backend_receives_the_signed_message(send, settings, tmp_path):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
+    settings.EMAIL_FILE_PATH = str(tmp_path)
+    assert send(body(subject="Outbox check")).status_code == 200
+    [written] = list(tmp_path.iterdir())
+    content = written.read_text()
+    assert content.startswith("DKIM-Signature:")
+    assert "Subject: Outbox check" in content
+
+
+def test_a_provider_backend_gets_a_complete_email_message(send, settings):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    from django.core import mail
+
+    send(body(subject="Provider check", attachments=[ATTACHMENT], headers={"X-Tag": "t"}))
+    [message] = mail.outbox
+    assert message.subject == "Provider check"
+    assert message.to == ["ann@example.test"] and message.from_email == "Alice's shop <hello@alice.test>"
+    assert message.alternatives[0][1] == "text/html" and "<p>Hello</p>" in message.alternatives[0][0]
+    assert message.extra_headers["X-Tag"] == "t"
+    assert message.attachments[0][0] == "a.txt"
