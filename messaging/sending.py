@@ -17,11 +17,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import Project
-from config.api.exceptions import ValidationFailed
+from config.api.exceptions import NotFound, ValidationFailed
+from contacts.data_rules import validate_data
 from contacts.models import Contact
 from contacts.services import contact_upsert, normalize_email
 from domains.services import sender_domain_for
-from messaging import rendering
+from messaging import rendering, send_input
 from messaging.links import PAGES, system_links
 from messaging.mime import Attachment
 from messaging.models import AttachmentBundle, Email, EmailType, Template
@@ -202,6 +203,56 @@ def emails_queue(
     Email.objects.bulk_create([item.email for item in queued])
     enqueue_delivery([item.email.id for item in queued])
     return queued
+
+
+def emails_send_request(*, project: Project, body: dict, raw: dict) -> list[Queued]:
+    """POST /v1/send: resolve the request against its template (explicit fields win), then queue it.
+
+    `body` holds the typed fields validated by the view's serializer; `raw` the request as sent, for the fields
+    that take several shapes (`to`, `from`, `reply`), parsed here with exact field paths.
+    """
+    recipients = send_input.parse_recipients(raw.get("to"))
+    sender = send_input.parse_sender(raw.get("from"))
+    reply = send_input.parse_reply(raw.get("reply"))
+    headers = send_input.parse_headers(body.get("headers"))
+    attachments = send_input.parse_attachments(body.get("attachments"))
+    data = validate_data(body["data"]) if body.get("data") is not None else None
+    template = None
+    if body.get("template"):
+        template = Template.objects.filter(project=project, id=body["template"]).first()
+        if template is None:
+            raise NotFound("Template", body["template"])
+    subject = body.get("subject") or (template.subject if template else None)
+    html = body.get("body") or (template.body if template else None)
+    if not subject:
+        raise ValidationFailed.field(
+            "subject", "Required unless the template has a subject", "invalid_type", received="undefined"
+        )
+    if not html:
+        raise ValidationFailed.field(
+            "body", "Required unless a template is given", "invalid_type", received="undefined"
+        )
+    if sender is None and template is not None:
+        sender = Address(email=template.from_email)
+    if sender is None:
+        raise ValidationFailed.field(
+            "from", "Required unless the template has a sender", "invalid_type", received="undefined"
+        )
+    # From name precedence (decisions.md): from.name, the deprecated `name`, the template's, the project's.
+    from_name = sender.name or body.get("name") or (template.from_name if template else "") or project.name
+    content = SendContent(
+        subject=subject,
+        body=html,
+        sender=Address(email=sender.email, name=from_name),
+        reply_to=reply or (template.reply_to if template else ""),
+        type=template.type if template else EmailType.TRANSACTIONAL,
+        template=template,
+        headers=headers,
+        attachments=attachments,
+    )
+    return emails_queue(
+        project=project, recipients=recipients, content=content, subscribed=body.get("subscribed"), data=data
+    )
 
 
 def email_send_test(*, project: Project, to: Address, content: SendContent, sample_data: dict | None = None) -> Email:

@@ -4,16 +4,15 @@ from django.db.models import Q
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
-from config.api.exceptions import BareError, NotFound, ValidationFailed
+from config.api.exceptions import BareError, ValidationFailed
 from config.api.pagination import choice_param, offset_page, template_page_envelope
 from config.api.timestamps import iso_now
 from config.api.validation import validate
 from config.api.views import ApiView, ProjectScopedViewSet
-from contacts.data_rules import validate_data
-from messaging import send_input, services
+from messaging import services
 from messaging.api import serializers as s
 from messaging.models import Email, EmailType, Template
-from messaging.sending import SendContent, emails_queue
+from messaging.sending import emails_send_request
 from messaging.usage import template_usage
 
 TEMPLATE_SORT = {"name": "name", "createdAt": "created_at", "updatedAt": "updated_at"}
@@ -102,49 +101,7 @@ class SendView(ApiView):
     )
     def post(self, request):
         body = validate(s.SendInputSerializer, request.data)
-        project = request.auth.project
-        recipients = send_input.parse_recipients(request.data.get("to"))
-        sender = send_input.parse_sender(request.data.get("from"))
-        reply = send_input.parse_reply(request.data.get("reply"))
-        headers = send_input.parse_headers(body.get("headers"))
-        attachments = send_input.parse_attachments(body.get("attachments"))
-        data = validate_data(body["data"]) if body.get("data") is not None else None
-
-        template = None
-        if body.get("template"):
-            template = Template.objects.filter(project=project, id=body["template"]).first()
-            if template is None:
-                raise NotFound("Template", body["template"])
-        subject = body.get("subject") or (template.subject if template else None)
-        html = body.get("body") or (template.body if template else None)
-        if not subject:
-            raise ValidationFailed.field(
-                "subject", "Required unless the template has a subject", "invalid_type", received="undefined"
-            )
-        if not html:
-            raise ValidationFailed.field(
-                "body", "Required unless a template is given", "invalid_type", received="undefined"
-            )
-        if sender is None and template is not None:
-            sender = send_input.Address(email=template.from_email)
-        if sender is None:
-            raise ValidationFailed.field(
-                "from", "Required unless the template has a sender", "invalid_type", received="undefined"
-            )
-        from_name = sender.name or body.get("name") or (template.from_name if template else "") or project.name
-        content = SendContent(
-            subject=subject,
-            body=html,
-            sender=send_input.Address(email=sender.email, name=from_name),
-            reply_to=reply or (template.reply_to if template else ""),
-            type=template.type if template else EmailType.TRANSACTIONAL,
-            template=template,
-            headers=headers,
-            attachments=attachments,
-        )
-        queued = emails_queue(
-            project=project, recipients=recipients, content=content, subscribed=body.get("subscribed"), data=data
-        )
+        queued = emails_send_request(project=request.auth.project, body=body, raw=request.data)
         emails = [
             {"contact": {"id": str(item.contact.id), "email": item.contact.email}, "email": str(item.email.id)}
             for item in queued
