@@ -23,4 +23,16 @@ def _carry_request_id(headers=None, **kwargs):
 def _restore_request_id(task=None, **kwargs):
     from config.api.middleware import set_request_id
 
-    set_request_id(getattr(task.request, "request_id", None) or task.request.id or "-")
+    # Eager tasks (tests, development) run inside the request: keep its id and put it back afterwards.
+    task.request.herald_previous_request_id = set_request_id(
+        getattr(task.request, "request_id", None) or task.request.id or "-"
+    )
+
+
+@signals.task_postrun.connect
+def _forget_request_id(task=None, **kwargs):
+    from config.api.middleware import reset_request_id
+
+    previous = getattr(task.request, "herald_previous_request_id", None)
+    if previous is not None:
+        reset_request_id(previous)

@@ -3,7 +3,7 @@
 import logging
 import re
 import uuid
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 
 _request_id: ContextVar[str] = ContextVar("request_id", default="-")
 # A caller may pass its own id (a proxy's, a client's trace id) as long as it is short and harmless in logs.
@@ -14,8 +14,12 @@ def current_request_id() -> str:
     return _request_id.get()
 
 
-def set_request_id(value: str) -> None:
-    _request_id.set(value)
+def set_request_id(value: str) -> Token:
+    return _request_id.set(value)
+
+
+def reset_request_id(token: Token) -> None:
+    _request_id.reset(token)
 
 
 class RequestIdMiddleware:
