@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 
 from messaging.api.views import SendView, TemplateViewSet
 
@@ -14,4 +14,5 @@ urlpatterns = [
     ),
     path("templates/<str:pk>/duplicate", templates({"post": "duplicate"}), name="template-duplicate"),
     path("templates/<str:pk>/usage", templates({"get": "usage"}), name="template-usage"),
+    path("", include("messaging.pages_urls")),
 ]
