@@ -1,0 +1,127 @@
+"""Evaluation of a validated condition for one contact in Python (workflows, incremental membership). It follows
+the SQL compiler rule for rule; tests/test_conditions_property.py checks that both agree."""
+
+import re
+from collections.abc import Iterable
+from datetime import datetime
+
+from segments.conditions.spec import (
+    DATE_ONLY,
+    age_threshold,
+    as_number,
+    day_pattern,
+    parse_field,
+    parse_instant,
+)
+
+_MISSING = object()
+_COMPARE = {
+    "greaterThan": lambda a, b: a > b,
+    "lessThan": lambda a, b: a < b,
+    "greaterThanOrEqual": lambda a, b: a >= b,
+    "lessThanOrEqual": lambda a, b: a <= b,
+}
+
+
+def condition_matches(condition: dict, *, contact, now: datetime, events: Iterable | None = None) -> bool:
+    """Whether `contact` satisfies `condition`. `events` are the contact's events as (name, created_at) pairs;
+    when None they are read from the database once, and only if an `event.*` filter needs them."""
+    cache = {"events": None if events is None else list(events)}
+    return _condition(condition, contact, now, cache)
+
+
+def _condition(condition: dict, contact, now: datetime, cache: dict) -> bool:
+    results = (_group(group, contact, now, cache) for group in condition["groups"])
+    return any(results) if condition["logic"] == "OR" else all(results)
+
+
+def _group(group: dict, contact, now: datetime, cache: dict) -> bool:
+    if not all(_filter(f, contact, now, cache) for f in group.get("filters") or []):
+        return False
+    nested = group.get("conditions")
+    return nested is None or _condition(nested, contact, now, cache)
+
+
+def _filter(filter_: dict, contact, now: datetime, cache: dict) -> bool:
+    field = parse_field(filter_["field"])
+    operator, value = filter_["operator"], filter_.get("value")
+    if field.kind == "email":
+        email, wanted = contact.email.lower(), value.lower()
+        hit = email == wanted if operator in ("equals", "notEquals") else wanted in email
+        return not hit if operator.startswith("not") else hit
+    if field.kind == "subscribed":
+        return contact.subscribed == (value if operator == "equals" else not value)
+    if field.kind == "date":
+        return _date(getattr(contact, field.column), operator, filter_, now)
+    if field.kind == "data":
+        return _data(_lookup(contact.data, field.path), operator, value)
+    return _event(_events(contact, cache), field.name, operator, filter_, now)
+
+
+def _date(moment: datetime, operator: str, filter_: dict, now: datetime) -> bool:
+    if operator == "within":
+        return moment >= age_threshold(filter_, now)
+    if operator == "olderThan":
+        return moment < age_threshold(filter_, now)
+    start, end = parse_instant(filter_["value"])
+    if operator in ("equals", "notEquals"):
+        hit = start <= moment < end if end else moment == start
+        return not hit if operator == "notEquals" else hit
+    if operator == "greaterThan":
+        return moment >= end if end else moment > start
+    if operator == "greaterThanOrEqual":
+        return moment >= start
+    if operator == "lessThan":
+        return moment < start
+    return moment < end if end else moment <= start
+
+
+def _lookup(data, path: tuple[str, ...]):
+    for key in path:
+        if not isinstance(data, dict) or key not in data:
+            return _MISSING
+        data = data[key]
+    return data
+
+
+def _data(found, operator: str, value) -> bool:
+    if operator == "exists":
+        return found is not _MISSING and found is not None
+    if operator == "notExists":
+        return found is _MISSING or found is None
+    if operator in _COMPARE:
+        number = as_number(found) if found is not _MISSING else None
+        return number is not None and _COMPARE[operator](number, as_number(value))
+    if found is _MISSING:
+        return False  # every remaining operator, negative ones included, needs the key
+    hit = _equals(found, value) if operator in ("equals", "notEquals") else isinstance(found, str) and value in found
+    return not hit if operator.startswith("not") else hit
+
+
+def _equals(found, value) -> bool:
+    if isinstance(value, bool) or isinstance(found, bool):
+        return isinstance(value, bool) and isinstance(found, bool) and found == value
+    if isinstance(value, int | float):
+        return isinstance(found, int | float) and float(found) == float(value)
+    if not isinstance(found, str):
+        return False
+    if DATE_ONLY.fullmatch(value):
+        return re.fullmatch(day_pattern(value), found) is not None
+    return found == value
+
+
+def _events(contact, cache: dict) -> list:
+    if cache["events"] is None:
+        cache["events"] = list(contact.events.values_list("name", "created_at"))
+    return cache["events"]
+
+
+def _event(events: list, name: str, operator: str, filter_: dict, now: datetime) -> bool:
+    times = [created for event_name, created in events if event_name == name]
+    if operator in ("triggered", "notTriggered"):
+        hit = bool(times)
+    elif operator in ("triggeredWithin", "notTriggeredWithin"):
+        hit = any(t >= age_threshold(filter_, now) for t in times)
+    else:  # triggeredOlderThan
+        hit = any(t < age_threshold(filter_, now) for t in times)
+    return not hit if operator.startswith("not") else hit

@@ -1,0 +1,96 @@
+"""The condition language: logic, operators, units, fields and the value rules shared by validation, the SQL
+compiler and the Python evaluator (decisions.md, Segments)."""
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+LOGICS = ("AND", "OR")
+UNITS = {"days": timedelta(days=1), "hours": timedelta(hours=1), "minutes": timedelta(minutes=1)}
+MAX_DEPTH = 10
+
+EQUALITY = ("equals", "notEquals")
+TEXT = ("contains", "notContains")
+COMPARISON = ("greaterThan", "lessThan", "greaterThanOrEqual", "lessThanOrEqual")
+PRESENCE = ("exists", "notExists")
+AGE = ("within", "olderThan")
+TRIGGER = ("triggered", "triggeredWithin", "triggeredOlderThan", "notTriggered", "notTriggeredWithin")
+MEMBERSHIP = ("memberOfSegment", "notMemberOfSegment")
+OPERATORS = (*EQUALITY, *TEXT, *COMPARISON, *PRESENCE, *AGE, *TRIGGER, *MEMBERSHIP)
+
+# Operators that need no value, and those that need a value and a unit.
+NO_VALUE = (*PRESENCE, "triggered", "notTriggered", *MEMBERSHIP)
+WITH_UNIT = (*AGE, "triggeredWithin", "triggeredOlderThan", "notTriggeredWithin")
+
+# Operators each kind of field accepts.
+FIELD_OPERATORS = {
+    "email": (*EQUALITY, *TEXT),
+    "subscribed": EQUALITY,
+    "date": (*EQUALITY, *COMPARISON, *AGE),
+    "data": (*EQUALITY, *TEXT, *COMPARISON, *PRESENCE),
+    "event": TRIGGER,
+}
+DATE_FIELDS = {"createdAt": "created_at", "updatedAt": "updated_at"}
+
+# A number written as a string ("42", "-3.5") compares like the number (decisions.md). The same pattern runs in
+# Python, SQLite (REGEXP, Python's re) and PostgreSQL (~), so it stays within what all three read alike.
+NUMERIC_PATTERN = r"-?[0-9]+(\.[0-9]+)?"
+DATE_ONLY = re.compile(r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])")
+DATETIME = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?(Z|[+-][0-9]{2}:?[0-9]{2})?)?"
+)
+
+
+def day_pattern(day: str) -> str:
+    """Strings that fall on the UTC day `day`: the date itself, or a datetime of that date written in UTC (`Z`,
+    `+00:00` or no offset). A datetime with another offset is not matched (see docs/segments.md)."""
+    return day + r"([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?(Z|[+]00:?00)?)?"
+
+
+@dataclass(frozen=True)
+class Field:
+    kind: str  # email, subscribed, date, data, event
+    column: str | None = None  # model column of email, subscribed and date fields
+    path: tuple[str, ...] = ()  # data.<path>
+    name: str = ""  # event.<name>
+
+
+def parse_field(field: str) -> Field | None:
+    if field in ("email", "subscribed"):
+        return Field(field, column=field)
+    if field in DATE_FIELDS:
+        return Field("date", column=DATE_FIELDS[field])
+    if field.startswith("data."):
+        path = tuple(field[len("data.") :].split("."))
+        if all(path):
+            return Field("data", path=path)
+        return None
+    if field.startswith("event.") and len(field) > len("event."):
+        return Field("event", name=field[len("event.") :])
+    return None
+
+
+def as_number(value) -> float | None:
+    """The numeric reading of a JSON value: numbers, and strings that spell a number; else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str) and re.fullmatch(NUMERIC_PATTERN, value):
+        return float(value)
+    return None
+
+
+def parse_instant(value: str) -> tuple[datetime, datetime | None]:
+    """A date filter value: (start, end of the UTC day) for `YYYY-MM-DD`, (instant, None) for a datetime."""
+    if DATE_ONLY.fullmatch(value):
+        start = datetime.fromisoformat(value).replace(tzinfo=UTC)
+        return start, start + timedelta(days=1)
+    moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment, None
+
+
+def age_threshold(filter_: dict, now: datetime) -> datetime:
+    return now - filter_["value"] * UNITS[filter_["unit"]]

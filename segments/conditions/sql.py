@@ -1,0 +1,231 @@
+"""Compilation of a validated condition tree to a `Q` over `contacts.Contact` (one project's contacts are
+selected by the caller). Runs on SQLite and PostgreSQL; JSON semantics are written per vendor in `DataPredicate`
+so that both databases, and the Python evaluator, give the same answers."""
+
+import json
+from datetime import datetime
+
+from django.db.models import BooleanField, Exists, Expression, F, OuterRef, Q
+
+from contacts.models import Event
+from segments.conditions.spec import (
+    DATE_ONLY,
+    NUMERIC_PATTERN,
+    UNITS,
+    age_threshold,
+    as_number,
+    day_pattern,
+    parse_field,
+    parse_instant,
+)
+
+_COMPARE = {"greaterThan": ">", "lessThan": "<", "greaterThanOrEqual": ">=", "lessThanOrEqual": "<="}
+
+
+def condition_q(condition: dict, *, now: datetime) -> Q:
+    """The Q of a condition validated by `condition_validate`: groups combined by `logic`, each group the AND of
+    its filters and nested condition. `now` anchors within/olderThan (one clock for a whole evaluation)."""
+    parts = [_group_q(group, now) for group in condition["groups"]]
+    combined = parts[0]
+    for part in parts[1:]:
+        combined = (combined | part) if condition["logic"] == "OR" else (combined & part)
+    return combined
+
+
+def _group_q(group: dict, now: datetime) -> Q:
+    q = Q()
+    for filter_ in group.get("filters") or []:
+        q &= _filter_q(filter_, now)
+    if group.get("conditions") is not None:
+        q &= condition_q(group["conditions"], now=now)
+    return q
+
+
+def _filter_q(filter_: dict, now: datetime) -> Q:
+    field = parse_field(filter_["field"])
+    operator, value = filter_["operator"], filter_.get("value")
+    if field.kind == "email":
+        lookup = "email" if operator in ("equals", "notEquals") else "email__contains"
+        q = Q(**{lookup: value.lower()})
+        return ~q if operator.startswith("not") else q
+    if field.kind == "subscribed":
+        return Q(subscribed=value if operator == "equals" else not value)
+    if field.kind == "date":
+        return _date_q(field.column, operator, filter_, now)
+    if field.kind == "data":
+        return Q(DataPredicate(field.path, operator, value))
+    return _event_q(field.name, operator, filter_, now)
+
+
+def _date_q(column: str, operator: str, filter_: dict, now: datetime) -> Q:
+    if operator == "within":
+        return Q(**{f"{column}__gte": age_threshold(filter_, now)})
+    if operator == "olderThan":
+        return Q(**{f"{column}__lt": age_threshold(filter_, now)})
+    start, end = parse_instant(filter_["value"])
+    if operator in ("equals", "notEquals"):
+        q = Q(**{f"{column}__gte": start, f"{column}__lt": end}) if end else Q(**{column: start})
+        return ~q if operator == "notEquals" else q
+    # A date-only value stands for its whole day: after it means from the next day on.
+    bounds = {
+        "greaterThan": ("gte", end) if end else ("gt", start),
+        "greaterThanOrEqual": ("gte", start),
+        "lessThan": ("lt", start),
+        "lessThanOrEqual": ("lt", end) if end else ("lte", start),
+    }
+    lookup, moment = bounds[operator]
+    return Q(**{f"{column}__{lookup}": moment})
+
+
+def _event_q(name: str, operator: str, filter_: dict, now: datetime) -> Q:
+    events = Event.objects.filter(project_id=OuterRef("project_id"), contact_id=OuterRef("pk"), name=name)
+    if operator in ("triggeredWithin", "notTriggeredWithin"):
+        events = events.filter(created_at__gte=age_threshold(filter_, now))
+    elif operator == "triggeredOlderThan":
+        events = events.filter(created_at__lt=age_threshold(filter_, now))
+    exists = Exists(events)
+    return Q(~exists) if operator.startswith("not") else Q(exists)
+
+
+class DataPredicate(Expression):
+    """A filter on `contacts_contact.data` at a nested path, rendered per vendor.
+
+    Three readings of the value at the path are built in SQL, the same on both databases:
+    - type: `string`, `number`, `true`, `false`, `null`, `array`, `object`, or SQL NULL when the path is missing;
+    - text: the string value;
+    - number: the value as a number when it is a number or a numeric string, else NULL.
+    Operators are then written on these readings, so type-strict equality, numeric strings and missing keys behave
+    identically on SQLite and PostgreSQL.
+    """
+
+    output_field = BooleanField()
+    conditional = True
+
+    def __init__(self, path: tuple[str, ...], operator: str, value, column=None):
+        super().__init__()
+        self.path, self.operator, self.value = path, operator, value
+        self.column = column if column is not None else F("data")
+
+    def get_source_expressions(self):
+        return [self.column]
+
+    def set_source_expressions(self, exprs):
+        (self.column,) = exprs
+
+    def as_sql(self, compiler, connection):
+        column_sql, column_params = compiler.compile(self.column)
+        if column_params:
+            raise ValueError("DataPredicate expects a plain column")
+        readings = _SQLITE if connection.vendor == "sqlite" else _POSTGRES
+        return _predicate(readings(column_sql, self.path), self.operator, self.value)
+
+
+class _Readings:
+    """SQL fragments (with their params) reading the JSON value at one path."""
+
+    anchor = "$"
+
+    def __init__(self, column: str, path: tuple[str, ...]):
+        self.column, self.path = column, path
+
+    def regex(self, pattern: str) -> str:
+        return f"^{pattern}{self.anchor}"
+
+
+class _SQLITE(_Readings):
+    anchor = r"\Z"  # Python's re: `$` would also match before a trailing newline
+
+    def __init__(self, column, path):
+        super().__init__(column, path)
+        self.json_path = "$" + "".join("." + json.dumps(key) for key in path)
+
+    def type(self):
+        t = f"json_type({self.column}, %s)"
+        sql = (
+            f"(CASE {t} WHEN 'integer' THEN 'number' WHEN 'real' THEN 'number' WHEN 'text' THEN 'string' ELSE {t} END)"
+        )
+        return sql, [self.json_path, self.json_path]
+
+    def text(self):
+        return f"json_extract({self.column}, %s)", [self.json_path]
+
+    def number(self):
+        t, v = f"json_type({self.column}, %s)", f"json_extract({self.column}, %s)"
+        p = self.json_path
+        sql = (
+            f"(CASE WHEN {t} IN ('integer', 'real') THEN {v} "
+            f"WHEN {t} = 'text' AND {v} REGEXP %s THEN CAST({v} AS REAL) END)"
+        )
+        return sql, [p, p, p, p, self.regex(NUMERIC_PATTERN), p]
+
+    def matches(self, text_sql: str) -> str:
+        return f"{text_sql} REGEXP %s"
+
+    def position(self, text_sql: str) -> str:
+        return f"instr({text_sql}, %s)"
+
+
+class _POSTGRES(_Readings):
+    def _value(self):
+        return "(" + self.column + " -> %s" * len(self.path) + ")", list(self.path)
+
+    def type(self):
+        v, p = self._value()
+        sql = f"(CASE WHEN jsonb_typeof({v}) = 'boolean' THEN {v} #>> '{{}}' ELSE jsonb_typeof({v}) END)"
+        return sql, [*p, *p, *p]
+
+    def text(self):
+        v, p = self._value()
+        return f"({v} #>> '{{}}')", p
+
+    def number(self):
+        v, p = self._value()
+        sql = (
+            f"(CASE WHEN jsonb_typeof({v}) = 'number' THEN ({v} #>> '{{}}')::double precision "
+            f"WHEN jsonb_typeof({v}) = 'string' AND ({v} #>> '{{}}') ~ %s THEN ({v} #>> '{{}}')::double precision END)"
+        )
+        return sql, [*p, *p, *p, *p, self.regex(NUMERIC_PATTERN), *p]
+
+    def matches(self, text_sql: str) -> str:
+        return f"{text_sql} ~ %s"
+
+    def position(self, text_sql: str) -> str:
+        return f"strpos({text_sql}, %s)"
+
+
+def _predicate(r: _Readings, operator: str, value) -> tuple[str, list]:
+    type_sql, type_params = r.type()
+    if operator == "exists":
+        return f"({type_sql} IS NOT NULL AND {type_sql} <> 'null')", [*type_params, *type_params]
+    if operator == "notExists":
+        return f"({type_sql} IS NULL OR {type_sql} = 'null')", [*type_params, *type_params]
+    if operator in _COMPARE:
+        number_sql, number_params = r.number()
+        return f"({number_sql} {_COMPARE[operator]} %s)", [*number_params, as_number(value)]
+    if operator in ("equals", "notEquals"):
+        sql, params = _equals(r, value)
+    else:  # contains, notContains: case-sensitive substring of a string value
+        text_sql, text_params = r.text()
+        sql = f"({type_sql} = 'string' AND {r.position(text_sql)} > 0)"
+        params = [*type_params, *text_params, value]
+    if operator.startswith("not"):
+        # Present (null included) and not matching; a missing key never matches a negative operator.
+        return f"({type_sql} IS NOT NULL AND NOT COALESCE({sql}, FALSE))", [*type_params, *params]
+    return sql, params
+
+
+def _equals(r: _Readings, value) -> tuple[str, list]:
+    type_sql, type_params = r.type()
+    if isinstance(value, bool):
+        return f"({type_sql} = %s)", [*type_params, "true" if value else "false"]
+    if isinstance(value, int | float):
+        number_sql, number_params = r.number()
+        return f"({type_sql} = 'number' AND {number_sql} = %s)", [*type_params, *number_params, float(value)]
+    text_sql, text_params = r.text()
+    if DATE_ONLY.fullmatch(value):
+        pattern = r.regex(day_pattern(value))  # digits and hyphens only: nothing to escape
+        return f"({type_sql} = 'string' AND {r.matches(text_sql)})", [*type_params, *text_params, pattern]
+    return f"({type_sql} = 'string' AND {text_sql} = %s)", [*type_params, *text_params, value]
+
+
+__all__ = ["UNITS", "DataPredicate", "condition_q"]

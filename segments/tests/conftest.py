@@ -1,0 +1,43 @@
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from contacts.models import Contact, Event
+
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def people(project, other_project):
+    """Contacts whose data covers the edge cases decisions.md names: "", 0, false, null, missing keys, numeric
+    strings, dates and nested objects. Returned by short name."""
+    rows = {
+        "ann": {"plan": "pro", "age": 30, "score": "42", "vip": True, "signup": "2026-01-05", "tags": ["a"]},
+        "bob": {"plan": "Pro", "age": "31", "score": 7.5, "vip": False, "signup": "2026-01-05T23:59:59Z"},
+        "cat": {"plan": "", "age": 0, "score": "x42", "vip": None, "signup": "2026-01-06T00:00:00+00:00"},
+        "dan": {"plan": None, "address": {"city": "Oslo", "zip": "0150"}, "signup": "2026-01-05T10:00:00+02:00"},
+        "eve": {},
+        "fay": {"plan": "promo", "age": 5, "address": {"city": "oslo"}, "vip": 1},
+    }
+    made = {}
+    for index, (name, data) in enumerate(rows.items()):
+        made[name] = Contact.objects.create(
+            project=project.project,
+            email=f"{name}@Example.test".lower(),
+            subscribed=index % 2 == 0,
+            data=data,
+            created_at=NOW - timedelta(days=index * 10),
+            updated_at=NOW - timedelta(hours=index),
+        )
+    # Same data in another project: never selected.
+    Contact.objects.create(project=other_project.project, email="ann@example.test", data=rows["ann"])
+    Event.objects.create(
+        project=project.project, contact=made["ann"], name="purchase", created_at=NOW - timedelta(days=2)
+    )
+    Event.objects.create(
+        project=project.project, contact=made["bob"], name="purchase", created_at=NOW - timedelta(days=40)
+    )
+    Event.objects.create(
+        project=project.project, contact=made["bob"], name="login", created_at=NOW - timedelta(minutes=5)
+    )
+    return made
