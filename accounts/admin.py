@@ -27,8 +27,17 @@ class MembershipInline(admin.TabularInline):
 
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
-    list_display = ["name", "id", "disabled", "disabled_reason", "public_key", "secret_key_hint", "created_at"]
-    list_filter = ["disabled", "disabled_reason"]
+    list_display = [
+        "name",
+        "id",
+        "disabled",
+        "disabled_reason",
+        "tracking_mode",
+        "public_key",
+        "secret_key_hint",
+        "created_at",
+    ]
+    list_filter = ["disabled", "disabled_reason", "tracking_mode"]
     search_fields = ["name", "id", "public_key"]
     readonly_fields = ["id", "public_key", "secret_key_hint", "keys_rotated_at", "disabled_at", "created_at"]
     exclude = ["secret_key_hash"]

@@ -42,11 +42,23 @@ class User(AbstractBaseUser, PermissionsMixin):
 class Project(models.Model):
     """The tenant: every resource belongs to exactly one project, derived from the API key of a request."""
 
+    class TrackingMode(models.TextChoices):
+        ENABLED = "ENABLED"
+        DISABLED = "DISABLED"
+        # Marketing and headless mail only: transactional messages go out without pixel or rewritten links.
+        MARKETING_ONLY = "MARKETING_ONLY"
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     name = models.CharField(max_length=200)
     disabled = models.BooleanField(default=False)
     disabled_reason = models.CharField(max_length=100, blank=True)
     disabled_at = models.DateTimeField(null=True, blank=True)
+    tracking_mode = models.CharField(
+        max_length=14,
+        choices=TrackingMode.choices,
+        default=TrackingMode.ENABLED,
+        help_text="Open pixel and click tracking in HTML emails",
+    )
     # The public key is published in browsers by design; the secret key exists only as its SHA-256.
     public_key = models.CharField(max_length=67, unique=True)
     secret_key_hash = models.CharField(max_length=64, unique=True)

@@ -1,11 +1,13 @@
-"""Public, token-authenticated routes under PUBLIC_URL: the hosted subscription pages."""
+"""Public, token-authenticated routes under PUBLIC_URL: the hosted subscription pages and the tracking endpoints."""
 
 from django.urls import path
 
-from messaging import pages
+from messaging import pages, tracking_views
 
 urlpatterns = [
     path("unsubscribe/<str:token>", pages.unsubscribe_page, name="page-unsubscribe"),
     path("subscribe/<str:token>", pages.subscribe_page, name="page-subscribe"),
     path("manage/<str:token>", pages.manage_page, name="page-manage"),
+    path("o/<str:token>", tracking_views.open_pixel, name="track-open"),
+    path("c/<str:token>", tracking_views.click_redirect, name="track-click"),
 ]

@@ -27,6 +27,7 @@ from messaging.links import PAGES, system_links
 from messaging.mime import Attachment
 from messaging.models import AttachmentBundle, Email, EmailType, Template
 from messaging.send_input import Address
+from messaging.tracking import tracking_applies, with_tracking
 
 logger = logging.getLogger(__name__)
 OPT_OUT_TYPES = (EmailType.MARKETING, EmailType.HEADLESS)
@@ -131,6 +132,9 @@ def _email_row(
     # Never fails a send: content that does not render falls back to plain substitution (decisions.md).
     rendered = rendering.render_email(subject=content.subject, body=content.body, scope=scope, lenient=True)
     html = rendered.html
+    if tracking_applies(project=project, email_type=content.type):
+        # Before the footer: its unsubscribe link is never tracked, and it stays the last thing of the body.
+        html = with_tracking(html, email_id=email_id)
     if content.type == EmailType.MARKETING and contact is not None:
         html = with_unsubscribe_footer(html, links["unsubscribeUrl"])
     email = Email(
