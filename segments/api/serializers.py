@@ -1,0 +1,67 @@
+"""Input and output serializers of the segments endpoints, with explicit camelCase names."""
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from config.api.timestamps import iso
+from contacts.api.serializers import ContactOutputSerializer, StrictBooleanField, StrictCharField
+from segments.models import Segment, SegmentType
+
+
+class IsoDateTimeField(serializers.DateTimeField):
+    def to_representation(self, value):
+        return iso(value)
+
+
+@extend_schema_field({"type": "string", "pattern": "^(DYNAMIC|STATIC)$", "description": "`DYNAMIC` or `STATIC`"})
+class SegmentTypeField(serializers.ChoiceField):
+    """Described by a pattern, not an enum: spectacular would name the enum after the field, colliding with the
+    templates' `type` enum (a `SegmentTypeEnum` entry in ENUM_NAME_OVERRIDES, in config/, would allow an enum)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(choices=SegmentType.choices, **kwargs)
+
+
+class SegmentOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    type = SegmentTypeField()
+    condition = serializers.JSONField(allow_null=True)
+    trackMembership = serializers.BooleanField(source="track_membership")
+    memberCount = serializers.IntegerField(source="member_count")
+    projectId = serializers.UUIDField(source="project_id")
+    createdAt = IsoDateTimeField(source="created_at")
+    updatedAt = IsoDateTimeField(source="updated_at")
+
+
+def segment_json(segment: Segment) -> dict:
+    return SegmentOutputSerializer(segment).data
+
+
+class SegmentCreateInputSerializer(serializers.Serializer):
+    name = StrictCharField(max_length=100)
+    description = StrictCharField(max_length=500, required=False, allow_blank=True)
+    type = SegmentTypeField(required=False, default=SegmentType.DYNAMIC)
+    # The tree is checked by segments.conditions (paths like condition.groups.0.filters.1.operator).
+    condition = serializers.JSONField(required=False, allow_null=True)
+    trackMembership = StrictBooleanField(required=False, default=False)
+
+
+class SegmentUpdateInputSerializer(serializers.Serializer):
+    name = StrictCharField(max_length=100, required=False)
+    description = StrictCharField(max_length=500, required=False, allow_blank=True)
+    condition = serializers.JSONField(required=False, allow_null=True)
+    trackMembership = StrictBooleanField(required=False)
+
+
+class SegmentMembersPageSerializer(serializers.Serializer):
+    data = ContactOutputSerializer(many=True)
+    total = serializers.IntegerField()
+    page = serializers.IntegerField()
+    pageSize = serializers.IntegerField()
+    totalPages = serializers.IntegerField()
+
+
+class SegmentRefreshOutputSerializer(serializers.Serializer):
+    memberCount = serializers.IntegerField()

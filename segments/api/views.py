@@ -1,0 +1,94 @@
+"""Segments endpoints: parse, call one service or selector, serialize."""
+
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.response import Response
+
+from config.api.exceptions import BareError
+from config.api.pagination import offset_page, template_page_envelope
+from config.api.validation import validate
+from config.api.views import ProjectScopedViewSet
+from contacts.api.serializers import ContactOutputSerializer
+from segments import selectors, services
+from segments.api import serializers as s
+from segments.models import Segment, SegmentType
+
+ERROR = OpenApiResponse(description="Error envelope")
+BARE_ERROR = OpenApiResponse(description="`{error}`: a DYNAMIC segment needs an object condition")
+
+
+def _contact_json(contact) -> dict:
+    return ContactOutputSerializer(contact).data
+
+
+class SegmentViewSet(ProjectScopedViewSet):
+    queryset = Segment.objects.all()
+    resource_name = "Segment"
+
+    @extend_schema(operation_id="segments_list", responses={200: s.SegmentOutputSerializer(many=True)})
+    def list(self, request):
+        return Response([s.segment_json(segment) for segment in selectors.segment_list(project=self.project)])
+
+    @extend_schema(
+        operation_id="segments_create",
+        request=s.SegmentCreateInputSerializer,
+        responses={201: s.SegmentOutputSerializer, 400: BARE_ERROR, 422: ERROR},
+    )
+    def create(self, request):
+        body = request.data if isinstance(request.data, dict) else {}
+        if body.get("type", SegmentType.DYNAMIC) == SegmentType.DYNAMIC and not isinstance(body.get("condition"), dict):
+            raise BareError("condition is required for a DYNAMIC segment and must be an object {logic, groups}")
+        data = validate(s.SegmentCreateInputSerializer, request.data)
+        segment = services.segment_create(
+            project=self.project,
+            name=data["name"],
+            description=data.get("description", ""),
+            segment_type=data["type"],
+            condition=data.get("condition"),
+            track_membership=data["trackMembership"],
+        )
+        return Response(s.segment_json(segment), status=201)
+
+    @extend_schema(operation_id="segments_get", responses={200: s.SegmentOutputSerializer, 404: ERROR})
+    def retrieve(self, request, pk=None):
+        return Response(s.segment_json(self.get_object()))
+
+    @extend_schema(
+        operation_id="segments_update",
+        request=s.SegmentUpdateInputSerializer,
+        responses={200: s.SegmentOutputSerializer, 404: ERROR, 422: ERROR},
+    )
+    def partial_update(self, request, pk=None):
+        segment = self.get_object()
+        data = validate(s.SegmentUpdateInputSerializer, request.data)
+        segment = services.segment_update(
+            segment=segment,
+            name=data.get("name", services.UNSET),
+            description=data.get("description", services.UNSET),
+            condition=data.get("condition", services.UNSET),
+            track_membership=data.get("trackMembership", services.UNSET),
+        )
+        return Response(s.segment_json(segment))
+
+    @extend_schema(operation_id="segments_delete", responses={204: None, 404: ERROR, 409: ERROR})
+    def destroy(self, request, pk=None):
+        services.segment_delete(segment=self.get_object())
+        return Response(status=204)
+
+    @extend_schema(
+        operation_id="segments_contacts",
+        parameters=[
+            OpenApiParameter("page", int, description="1-based page number (default 1)"),
+            OpenApiParameter("pageSize", int, description="1 to 100 (default 20; larger values are clamped)"),
+        ],
+        responses={200: s.SegmentMembersPageSerializer, 404: ERROR, 422: ERROR},
+    )
+    def contacts(self, request, pk=None):
+        page = offset_page(selectors.segment_members(segment=self.get_object()), request.query_params)
+        return Response(template_page_envelope(page, _contact_json))
+
+    @extend_schema(
+        operation_id="segments_refresh", request=None, responses={200: s.SegmentRefreshOutputSerializer, 404: ERROR}
+    )
+    def refresh(self, request, pk=None):
+        segment = services.segment_refresh(segment=self.get_object())
+        return Response({"memberCount": segment.member_count})

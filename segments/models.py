@@ -1,0 +1,33 @@
+import uuid
+
+from django.db import models
+from django.utils import timezone
+
+from accounts.models import Project
+
+
+class SegmentType(models.TextChoices):
+    DYNAMIC = "DYNAMIC"
+    STATIC = "STATIC"
+
+
+class Segment(models.Model):
+    """A named audience of a project: DYNAMIC (a condition over contacts) or STATIC (a managed member list)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="segments", db_index=False)
+    name = models.CharField(max_length=100)
+    description = models.CharField(max_length=500, blank=True)
+    type = models.CharField(max_length=7, choices=SegmentType.choices, default=SegmentType.DYNAMIC)
+    # Validated by segments.conditions before it is saved; null for STATIC segments.
+    condition = models.JSONField(null=True, blank=True)
+    track_membership = models.BooleanField(default=False)
+    member_count = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["project", "created_at", "id"], name="segment_project_created")]
+
+    def __str__(self) -> str:
+        return self.name

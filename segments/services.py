@@ -1,0 +1,99 @@
+"""Writes of segments. Every condition goes through segments.conditions.condition_validate before it is stored."""
+
+from collections.abc import Callable
+
+from django.utils import timezone
+
+from accounts.models import Project
+from config.api.exceptions import Conflict, ValidationFailed
+from segments.conditions import condition_validate
+from segments.models import Segment, SegmentType
+from segments.selectors import segment_members
+
+UNSET = object()
+
+# Apps that can keep a segment from being deleted register a check here (the campaigns app: a DRAFT, SCHEDULED or
+# SENDING campaign using it). A check returns a message naming what uses the segment, or None.
+DeleteBlocker = Callable[[Segment], str | None]
+_delete_blockers: list[DeleteBlocker] = []
+
+
+def register_segment_delete_blocker(blocker: DeleteBlocker) -> None:
+    if blocker not in _delete_blockers:
+        _delete_blockers.append(blocker)
+
+
+def _check_condition(*, segment_type: str, condition) -> None:
+    if segment_type == SegmentType.STATIC and condition is not None:
+        raise ValidationFailed.field("condition", "A STATIC segment has no condition; omit it or send null")
+    if segment_type == SegmentType.DYNAMIC:
+        condition_validate(condition)
+
+
+def segment_count(*, segment: Segment) -> int:
+    return segment_members(segment=segment).count()
+
+
+def segment_create(
+    *,
+    project: Project,
+    name: str,
+    description: str = "",
+    segment_type: str = SegmentType.DYNAMIC,
+    condition=None,
+    track_membership: bool = False,
+) -> Segment:
+    _check_condition(segment_type=segment_type, condition=condition)
+    segment = Segment(
+        project=project,
+        name=name,
+        description=description,
+        type=segment_type,
+        condition=condition,
+        track_membership=track_membership,
+    )
+    segment.full_clean()
+    segment.member_count = segment_count(segment=segment)
+    segment.save()
+    return segment
+
+
+def segment_update(
+    *, segment: Segment, name=UNSET, description=UNSET, condition=UNSET, track_membership=UNSET
+) -> Segment:
+    fields = []
+    if condition is not UNSET:
+        if segment.type == SegmentType.STATIC:
+            raise ValidationFailed.field("condition", "Only a DYNAMIC segment has a condition")
+        _check_condition(segment_type=segment.type, condition=condition)
+        segment.condition = condition
+        fields.append("condition")
+    for attr, value in (("name", name), ("description", description), ("track_membership", track_membership)):
+        if value is not UNSET:
+            setattr(segment, attr, value)
+            fields.append(attr)
+    segment.full_clean()
+    if "condition" in fields:
+        segment.member_count = segment_count(segment=segment)
+        fields.append("member_count")
+    segment.updated_at = timezone.now()
+    segment.save(update_fields=[*fields, "updated_at"])
+    return segment
+
+
+def segment_delete(*, segment: Segment) -> None:
+    for blocker in _delete_blockers:
+        reason = blocker(segment)
+        if reason:
+            raise Conflict(
+                f'Segment "{segment.name}" cannot be deleted: {reason}',
+                details={"segmentId": str(segment.id)},
+            )
+    segment.delete()
+
+
+def segment_refresh(*, segment: Segment) -> Segment:
+    """Recount the members and cache the count; no membership writes, no events."""
+    segment.member_count = segment_count(segment=segment)
+    segment.save(update_fields=["member_count"])
+    return segment

@@ -1,0 +1,191 @@
+"""Segments endpoints through HTTP: status, body and database state, and isolation between projects."""
+
+import uuid
+
+import pytest
+
+from contacts.models import Contact
+from segments.models import Segment
+from segments.services import _delete_blockers, register_segment_delete_blocker
+
+PRO = {"logic": "AND", "groups": [{"filters": [{"field": "data.plan", "operator": "equals", "value": "pro"}]}]}
+KEYS = [
+    "id",
+    "name",
+    "description",
+    "type",
+    "condition",
+    "trackMembership",
+    "memberCount",
+    "projectId",
+    "createdAt",
+    "updatedAt",
+]
+
+
+@pytest.fixture
+def contacts(project, other_project):
+    for index in range(3):
+        Contact.objects.create(project=project.project, email=f"p{index}@example.test", data={"plan": "pro"})
+    Contact.objects.create(project=project.project, email="free@example.test", data={"plan": "free"})
+    Contact.objects.create(project=other_project.project, email="x@example.test", data={"plan": "pro"})
+
+
+def create(client, **body):
+    return client.post("/segments", {"name": "Pro", "condition": PRO, **body}, format="json")
+
+
+def test_create_dynamic_segment_counts_members(secret_client, project, contacts):
+    response = create(secret_client, description="Paying")
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert list(body) == KEYS
+    assert body["type"] == "DYNAMIC" and body["memberCount"] == 3 and body["trackMembership"] is False
+    assert body["projectId"] == str(project.id) and body["condition"] == PRO
+    assert Segment.objects.get(pk=body["id"]).member_count == 3
+
+
+@pytest.mark.parametrize("condition", [None, "x", [], 1])
+def test_dynamic_segment_without_object_condition_is_bare_400(secret_client, condition):
+    body = {"name": "A"} if condition is None else {"name": "A", "condition": condition}
+    response = secret_client.post("/segments", body, format="json")
+    assert response.status_code == 400
+    assert list(response.json()) == ["error"]
+    assert not Segment.objects.exists()
+
+
+def test_static_segment(secret_client):
+    response = secret_client.post("/segments", {"name": "VIP", "type": "STATIC"}, format="json")
+    assert response.status_code == 201
+    assert response.json()["condition"] is None and response.json()["memberCount"] == 0
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"type": "STATIC", "condition": PRO}, "condition"),
+        ({"name": "x" * 101}, "name"),
+        ({"description": "x" * 501}, "description"),
+        ({"type": "SMART"}, "type"),
+        ({"trackMembership": "yes"}, "trackMembership"),
+        ({"condition": {"logic": "XOR", "groups": PRO["groups"]}}, "condition.logic"),
+        (
+            {"condition": {"logic": "AND", "groups": [{"filters": [{"field": "data.", "operator": "exists"}]}]}},
+            "condition.groups.0.filters.0.field",
+        ),
+    ],
+)
+def test_create_rejects_bad_input_with_422(secret_client, body, field):
+    response = create(secret_client, **body)
+    assert response.status_code == 422, response.json()
+    error = response.json()["error"]
+    assert error["code"] == "VALIDATION_ERROR"
+    assert field in [e["field"] for e in error["errors"]]
+    assert not Segment.objects.exists()
+
+
+def test_list_is_a_bare_array_newest_first(secret_client, other_client):
+    first = create(secret_client, name="First").json()
+    second = create(secret_client, name="Second").json()
+    create(other_client, name="Theirs")
+    response = secret_client.get("/segments")
+    assert response.status_code == 200
+    assert [s["id"] for s in response.json()] == [second["id"], first["id"]]
+
+
+def test_get_patch_and_recount(secret_client, contacts):
+    segment = create(secret_client).json()
+    assert secret_client.get(f"/segments/{segment['id']}").json() == segment
+    free = {"logic": "AND", "groups": [{"filters": [{"field": "data.plan", "operator": "equals", "value": "free"}]}]}
+    response = secret_client.patch(
+        f"/segments/{segment['id']}", {"name": "Free", "condition": free, "trackMembership": True}, format="json"
+    )
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert (body["name"], body["memberCount"], body["trackMembership"], body["condition"]) == ("Free", 1, True, free)
+    assert body["updatedAt"] >= segment["updatedAt"]
+
+
+def test_patch_validates(secret_client):
+    segment = create(secret_client).json()
+    bad = {"logic": "AND", "groups": []}
+    response = secret_client.patch(f"/segments/{segment['id']}", {"condition": bad}, format="json")
+    assert response.status_code == 422
+    assert response.json()["error"]["errors"][0]["field"] == "condition.groups"
+    static = secret_client.post("/segments", {"name": "VIP", "type": "STATIC"}, format="json").json()
+    response = secret_client.patch(f"/segments/{static['id']}", {"condition": PRO}, format="json")
+    assert response.status_code == 422
+    assert response.json()["error"]["errors"][0]["field"] == "condition"
+    assert Segment.objects.get(pk=segment["id"]).condition == PRO
+
+
+def test_delete(secret_client):
+    segment = create(secret_client).json()
+    response = secret_client.delete(f"/segments/{segment['id']}")
+    assert response.status_code == 204 and response.content == b""
+    assert not Segment.objects.exists()
+
+
+def test_delete_is_409_when_a_blocker_says_so(secret_client):
+    segment = create(secret_client).json()
+
+    def blocker(found):
+        return 'used by campaign "Launch" (DRAFT)' if str(found.id) == segment["id"] else None
+
+    register_segment_delete_blocker(blocker)
+    try:
+        response = secret_client.delete(f"/segments/{segment['id']}")
+    finally:
+        _delete_blockers.remove(blocker)
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "CONFLICT"
+    assert "Launch" in response.json()["error"]["message"]
+    assert Segment.objects.filter(pk=segment["id"]).exists()
+
+
+def test_members_page_is_live(secret_client, project, contacts):
+    segment = create(secret_client).json()
+    Contact.objects.create(project=project.project, email="late@example.test", data={"plan": "pro"})
+    response = secret_client.get(f"/segments/{segment['id']}/contacts?pageSize=2")
+    assert response.status_code == 200
+    body = response.json()
+    assert list(body) == ["data", "total", "page", "pageSize", "totalPages"]
+    assert (body["total"], body["page"], body["pageSize"], body["totalPages"]) == (4, 1, 2, 2)
+    assert body["data"][0]["email"] == "late@example.test"
+    page2 = secret_client.get(f"/segments/{segment['id']}/contacts?pageSize=2&page=2").json()
+    emails = {c["email"] for c in body["data"] + page2["data"]}
+    assert emails == {"late@example.test", "p0@example.test", "p1@example.test", "p2@example.test"}
+    assert secret_client.get(f"/segments/{segment['id']}/contacts?pageSize=500").json()["pageSize"] == 100
+
+
+def test_refresh_updates_the_cached_count(secret_client, project, contacts):
+    segment = create(secret_client).json()
+    Contact.objects.create(project=project.project, email="late@example.test", data={"plan": "pro"})
+    assert secret_client.get(f"/segments/{segment['id']}").json()["memberCount"] == 3
+    response = secret_client.post(f"/segments/{segment['id']}/refresh")
+    assert response.status_code == 200
+    assert response.json() == {"memberCount": 4}
+    assert secret_client.get(f"/segments/{segment['id']}").json()["memberCount"] == 4
+
+
+@pytest.mark.parametrize(
+    ("method", "suffix", "body"),
+    [
+        ("get", "", None),
+        ("patch", "", {"name": "Mine"}),
+        ("delete", "", None),
+        ("get", "/contacts", None),
+        ("post", "/refresh", None),
+    ],
+)
+def test_other_project_gets_404(secret_client, other_client, method, suffix, body):
+    segment = create(secret_client).json()
+    for client, segment_id in (
+        (other_client, segment["id"]),
+        (secret_client, str(uuid.uuid4())),
+        (secret_client, "nope"),
+    ):
+        response = getattr(client, method)(f"/segments/{segment_id}{suffix}", body, format="json")
+        assert response.status_code == 404
+        assert response.json()["error"]["code"] == "SEGMENT_NOT_FOUND"
+    assert Segment.objects.get(pk=segment["id"]).name == "Pro"
