@@ -5,7 +5,10 @@ import re
 from collections.abc import Iterable
 from datetime import datetime
 
+from django.apps import apps
+
 from segments.conditions.spec import (
+    ACTIVITIES,
     DATE_ONLY,
     age_threshold,
     as_number,
@@ -23,10 +26,14 @@ _COMPARE = {
 }
 
 
-def condition_matches(condition: dict, *, contact, now: datetime, events: Iterable | None = None) -> bool:
-    """Whether `contact` satisfies `condition`. `events` are the contact's events as (name, created_at) pairs;
-    when None they are read from the database once, and only if an `event.*` filter needs them."""
-    cache = {"events": None if events is None else list(events)}
+def condition_matches(
+    condition: dict, *, contact, now: datetime, events: Iterable | None = None, emails: Iterable | None = None
+) -> bool:
+    """Whether `contact` satisfies `condition`.
+
+    `events` are the contact's events as (name, created_at) pairs and `emails` its emails as dicts of the activity
+    columns (`sent_at`, ...); when None each is read from the database once, and only if a filter needs it."""
+    cache = {"events": None if events is None else list(events), "emails": None if emails is None else list(emails)}
     return _condition(condition, contact, now, cache)
 
 
@@ -55,7 +62,11 @@ def _filter(filter_: dict, contact, now: datetime, cache: dict) -> bool:
         return _date(getattr(contact, field.column), operator, filter_, now)
     if field.kind == "data":
         return _data(_lookup(contact.data, field.path), operator, value)
-    return _event(_events(contact, cache), field.name, operator, filter_, now)
+    if field.kind == "activity":
+        times = [row[field.column] for row in _emails(contact, cache) if row[field.column] is not None]
+        return _trigger(times, operator, filter_, now)
+    times = [created for name, created in _events(contact, cache) if name == field.name]
+    return _trigger(times, operator, filter_, now)
 
 
 def _date(moment: datetime, operator: str, filter_: dict, now: datetime) -> bool:
@@ -116,8 +127,14 @@ def _events(contact, cache: dict) -> list:
     return cache["events"]
 
 
-def _event(events: list, name: str, operator: str, filter_: dict, now: datetime) -> bool:
-    times = [created for event_name, created in events if event_name == name]
+def _emails(contact, cache: dict) -> list:
+    if cache["emails"] is None:
+        rows = apps.get_model("messaging", "Email").objects.filter(contact_id=contact.id)
+        cache["emails"] = list(rows.values(*ACTIVITIES.values()))
+    return cache["emails"]
+
+
+def _trigger(times: list, operator: str, filter_: dict, now: datetime) -> bool:
     if operator in ("triggered", "notTriggered"):
         hit = bool(times)
     elif operator in ("triggeredWithin", "notTriggeredWithin"):

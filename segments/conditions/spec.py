@@ -29,7 +29,10 @@ FIELD_OPERATORS = {
     "date": (*EQUALITY, *COMPARISON, *AGE),
     "data": (*EQUALITY, *TEXT, *COMPARISON, *PRESENCE),
     "event": TRIGGER,
+    "activity": TRIGGER,
 }
+# email.<activity> -> the messaging.Email timestamp column that records it.
+ACTIVITIES = {name: f"{name}_at" for name in ("sent", "delivered", "opened", "clicked", "bounced", "complained")}
 DATE_FIELDS = {"createdAt": "created_at", "updatedAt": "updated_at"}
 
 # A number written as a string ("42", "-3.5") compares like the number (decisions.md). The same pattern runs in
@@ -49,8 +52,8 @@ def day_pattern(day: str) -> str:
 
 @dataclass(frozen=True)
 class Field:
-    kind: str  # email, subscribed, date, data, event
-    column: str | None = None  # model column of email, subscribed and date fields
+    kind: str  # email, subscribed, date, data, event, activity
+    column: str | None = None  # model column of email, subscribed and date fields; Email column of activities
     path: tuple[str, ...] = ()  # data.<path>
     name: str = ""  # event.<name>
 
@@ -65,6 +68,9 @@ def parse_field(field: str) -> Field | None:
         if all(path):
             return Field("data", path=path)
         return None
+    if field.startswith("email."):
+        column = ACTIVITIES.get(field[len("email.") :])
+        return Field("activity", column=column) if column else None
     if field.startswith("event.") and len(field) > len("event."):
         return Field("event", name=field[len("event.") :])
     return None

@@ -5,6 +5,7 @@ so that both databases, and the Python evaluator, give the same answers."""
 import json
 from datetime import datetime
 
+from django.apps import apps
 from django.db.models import BooleanField, Exists, Expression, F, OuterRef, Q
 
 from contacts.models import Event
@@ -54,6 +55,8 @@ def _filter_q(filter_: dict, now: datetime) -> Q:
         return _date_q(field.column, operator, filter_, now)
     if field.kind == "data":
         return Q(DataPredicate(field.path, operator, value))
+    if field.kind == "activity":
+        return _activity_q(field.column, operator, filter_, now)
     return _event_q(field.name, operator, filter_, now)
 
 
@@ -79,11 +82,24 @@ def _date_q(column: str, operator: str, filter_: dict, now: datetime) -> Q:
 
 def _event_q(name: str, operator: str, filter_: dict, now: datetime) -> Q:
     events = Event.objects.filter(project_id=OuterRef("project_id"), contact_id=OuterRef("pk"), name=name)
+    return _trigger_q(events, "created_at", operator, filter_, now)
+
+
+def _activity_q(column: str, operator: str, filter_: dict, now: datetime) -> Q:
+    # By model name: the condition engine reads emails but does not depend on the messaging app's code.
+    emails = apps.get_model("messaging", "Email").objects.filter(
+        contact_id=OuterRef("pk"), **{f"{column}__isnull": False}
+    )
+    return _trigger_q(emails, column, operator, filter_, now)
+
+
+def _trigger_q(rows, column: str, operator: str, filter_: dict, now: datetime) -> Q:
+    """EXISTS over the contact's rows (events or emails) whose `column` is in the operator's window."""
     if operator in ("triggeredWithin", "notTriggeredWithin"):
-        events = events.filter(created_at__gte=age_threshold(filter_, now))
+        rows = rows.filter(**{f"{column}__gte": age_threshold(filter_, now)})
     elif operator == "triggeredOlderThan":
-        events = events.filter(created_at__lt=age_threshold(filter_, now))
-    exists = Exists(events)
+        rows = rows.filter(**{f"{column}__lt": age_threshold(filter_, now)})
+    exists = Exists(rows)
     return Q(~exists) if operator.startswith("not") else Q(exists)
 
 

@@ -21,7 +21,10 @@ from segments.conditions.spec import (
     parse_instant,
 )
 
-FIELD_FORMS = "email, subscribed, createdAt, updatedAt, data.<path> or event.<name>"
+FIELD_FORMS = (
+    "email, subscribed, createdAt, updatedAt, data.<path>, event.<name> or "
+    "email.<sent|delivered|opened|clicked|bounced|complained>"
+)
 
 
 class _Errors:

@@ -3,6 +3,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from contacts.models import Contact, Event
+from messaging.models import Email
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 
@@ -40,4 +41,13 @@ def people(project, other_project):
     Event.objects.create(
         project=project.project, contact=made["bob"], name="login", created_at=NOW - timedelta(minutes=5)
     )
+    # ann: sent 3 days ago and opened 1 hour ago; cat: sent 20 days ago, bounced; eve: an email never sent.
+    sent = dict(project=project.project, to_email="x@example.test", from_email="a@alice.test", subject="Hi")
+    Email.objects.create(
+        contact=made["ann"], sent_at=NOW - timedelta(days=3), opened_at=NOW - timedelta(hours=1), **sent
+    )
+    Email.objects.create(
+        contact=made["cat"], sent_at=NOW - timedelta(days=20), bounced_at=NOW - timedelta(days=20), **sent
+    )
+    Email.objects.create(contact=made["eve"], **sent)
     return made

@@ -96,6 +96,16 @@ CASES = [
     (one("event.purchase", "triggeredOlderThan", 30, "days"), {"bob"}),
     (one("event.login", "triggeredWithin", 10, "minutes"), {"bob"}),
     (one("event.login", "triggeredWithin", 1, "minutes"), set()),
+    # email activity
+    (one("email.sent", "triggered"), {"ann", "cat"}),
+    (one("email.sent", "notTriggered"), {"bob", "dan", "eve", "fay"}),
+    (one("email.opened", "triggeredWithin", 2, "hours"), {"ann"}),
+    (one("email.sent", "triggeredWithin", 7, "days"), {"ann"}),
+    (one("email.sent", "notTriggeredWithin", 7, "days"), {"bob", "cat", "dan", "eve", "fay"}),
+    (one("email.bounced", "triggeredOlderThan", 10, "days"), {"cat"}),
+    (one("email.clicked", "triggered"), set()),
+    (one("email.complained", "notTriggered"), {"ann", "bob", "cat", "dan", "eve", "fay"}),
+    (one("email.delivered", "triggered"), set()),
     # groups and logic
     (
         {
@@ -200,6 +210,8 @@ BAD = [
     (f(field="data.", operator="exists"), "condition.groups.0.filters.0.field", "data.<path>"),
     (f(field="data.a..b", operator="exists"), "condition.groups.0.filters.0.field", "data.<path>"),
     (f(field="name", operator="exists"), "condition.groups.0.filters.0.field", "event.<name>"),
+    (f(field="email.read", operator="triggered"), "condition.groups.0.filters.0.field", "email.<sent|delivered"),
+    (f(field="email.sent", operator="equals", value="x"), "condition.groups.0.filters.0.operator", "triggered"),
     (deep(11), "condition" + ".groups.0.conditions" * 10, "at most 10"),
     (deep(50), "condition" + ".groups.0.conditions" * 10, "at most 10"),
 ]

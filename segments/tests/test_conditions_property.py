@@ -55,6 +55,17 @@ def filters():
             st.integers(1, 100),
         ),
         st.builds(lambda o: {"field": "event.buy", "operator": o}, st.sampled_from(["triggered", "notTriggered"])),
+        st.builds(
+            lambda f, o, v: {"field": f, "operator": o, "value": v, "unit": "hours"},
+            st.sampled_from(["email.sent", "email.opened"]),
+            st.sampled_from(["triggeredWithin", "triggeredOlderThan", "notTriggeredWithin"]),
+            st.integers(1, 100),
+        ),
+        st.builds(
+            lambda f, o: {"field": f, "operator": o},
+            st.sampled_from(["email.sent", "email.opened"]),
+            st.sampled_from(["triggered", "notTriggered"]),
+        ),
     )
     return st.one_of(data, data, other)
 
@@ -76,7 +87,14 @@ CONDITIONS = st.recursive(
     ),
     max_leaves=4,
 )
-CONTACT = st.tuples(DATA, st.booleans(), st.integers(0, 40), st.lists(st.integers(0, 200), max_size=2))
+HOURS = st.one_of(st.none(), st.integers(0, 200))
+CONTACT = st.tuples(
+    DATA,
+    st.booleans(),
+    st.integers(0, 40),
+    st.lists(st.integers(0, 200), max_size=2),
+    st.lists(st.tuples(HOURS, HOURS), max_size=2),
+)
 
 
 @settings(
@@ -86,7 +104,7 @@ CONTACT = st.tuples(DATA, st.booleans(), st.integers(0, 40), st.lists(st.integer
 def test_sql_and_python_agree(project, condition, rows):
     condition_validate(condition)
     Contact.objects.filter(project=project.project).delete()
-    for index, (data, subscribed, age_days, event_hours) in enumerate(rows):
+    for index, (data, subscribed, age_days, event_hours, emails) in enumerate(rows):
         contact = Contact.objects.create(
             project=project.project,
             email=f"c{index}@example.test",
