@@ -7,6 +7,7 @@ records `contact.subscribed` / `contact.unsubscribed` like any other change.
 import calendar
 from datetime import datetime, timedelta
 
+from django.db import transaction
 from django.db.models import Case, F, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -58,7 +59,10 @@ _CLICK_FROM = (Email.Status.SENT, Email.Status.DELIVERED, Email.Status.OPENED)
 
 def _hit(email_id, *, at_field: str, count_field: str, status: str, moves_from) -> Email | None:
     """Count one hit in a single UPDATE (first-time timestamp, counter, forward-only status), then read the row
-    back with what the event needs. Returns None when the email no longer exists."""
+    back with what the event needs. Returns None when the email no longer exists.
+
+    The caller holds a transaction: the UPDATE locks the row until commit, so the counter read back is this hit's
+    own, even with concurrent hits on the same email."""
     now = timezone.now()
     updated = Email.objects.filter(pk=email_id).update(
         **{
@@ -70,7 +74,9 @@ def _hit(email_id, *, at_field: str, count_field: str, status: str, moves_from) 
     )
     if not updated:
         return None
-    email = Email.objects.select_related("project", "contact").defer("html", "headers").get(pk=email_id)
+    email = Email.objects.select_related("project", "contact").defer("html", "headers").filter(pk=email_id).first()
+    if email is None:
+        return None
     # Only the hit whose timestamp was written is the first one, even when two arrive together.
     email.is_first_hit = getattr(email, at_field) == now
     email.hit_at = now
@@ -85,21 +91,30 @@ def _record(email: Email, name: str, data: dict) -> None:
 
 def email_open_record(*, email_id) -> Email | None:
     """One load of the open pixel: count it and record `email.open`."""
-    email = _hit(email_id, at_field="opened_at", count_field="opens", status=Email.Status.OPENED, moves_from=_OPEN_FROM)
-    if email is not None:
-        data = _event_data(email, openedAt=iso(email.hit_at), opens=email.opens, isFirstOpen=email.is_first_hit)
-        _record(email, "email.open", data)
+    # No savepoint: nothing to roll back to inside a request, and a hit stays three statements.
+    with transaction.atomic(savepoint=False):
+        email = _hit(
+            email_id, at_field="opened_at", count_field="opens", status=Email.Status.OPENED, moves_from=_OPEN_FROM
+        )
+        if email is not None:
+            data = _event_data(email, openedAt=iso(email.hit_at), opens=email.opens, isFirstOpen=email.is_first_hit)
+            _record(email, "email.open", data)
     return email
 
 
 def email_click_record(*, email_id, link: str) -> Email | None:
     """One follow of a tracked link: count it and record `email.click` with the link."""
-    email = _hit(
-        email_id, at_field="clicked_at", count_field="clicks", status=Email.Status.CLICKED, moves_from=_CLICK_FROM
-    )
-    if email is not None:
-        data = _event_data(
-            email, link=link, clickedAt=iso(email.hit_at), clicks=email.clicks, isFirstClick=email.is_first_hit
+    with transaction.atomic(savepoint=False):
+        email = _hit(
+            email_id,
+            at_field="clicked_at",
+            count_field="clicks",
+            status=Email.Status.CLICKED,
+            moves_from=_CLICK_FROM,
         )
-        _record(email, "email.click", data)
+        if email is not None:
+            data = _event_data(
+                email, link=link, clickedAt=iso(email.hit_at), clicks=email.clicks, isFirstClick=email.is_first_hit
+            )
+            _record(email, "email.click", data)
     return email

@@ -3,12 +3,15 @@ received HTML, and check the email row and the events."""
 
 import re
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django.core import signing
+from django.db import connection, connections
+from django.test import Client
 
 from accounts.models import Project
-from contacts.models import Event
+from contacts.models import Contact, Event
 from messaging.links import system_links
 from messaging.models import Email
 from messaging.tracking import click_token, click_token_read, open_token
@@ -189,3 +192,33 @@ def test_hit_for_a_deleted_email_still_answers(project, client):
     assert client.get(f"/o/{open_token(uuid.uuid4())}").status_code == 200
     response = client.get(f"/c/{click_token(uuid.uuid4(), 'https://x.example/a')}")
     assert response.status_code == 302 and response["Location"] == "https://x.example/a"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_opens_each_count_once(project):
+    if connection.vendor != "postgresql":
+        pytest.skip("concurrent writers need PostgreSQL")
+    contact = Contact.objects.create(project=project.project, email="ann@example.test")
+    email = Email.objects.create(
+        project=project.project,
+        contact=contact,
+        to_email=contact.email,
+        from_email="a@alice.test",
+        subject="S",
+        status=Email.Status.SENT,
+    )
+    pixel = f"/o/{open_token(email.id)}"
+
+    def hit(_):
+        try:
+            return Client().get(pixel).status_code
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        assert set(pool.map(hit, range(12))) == {200}
+    email.refresh_from_db()
+    assert email.opens == 12 and email.status == Email.Status.OPENED
+    data = events("email.open")
+    assert sorted(d["opens"] for d in data) == list(range(1, 13))
+    assert [d["isFirstOpen"] for d in data].count(True) == 1
