@@ -8,7 +8,7 @@ from accounts.models import Project
 from config.api.exceptions import Conflict, ValidationFailed
 from segments.conditions import condition_validate
 from segments.models import Segment, SegmentType
-from segments.selectors import segment_members
+from segments.selectors import segment_members, segments_referencing
 
 UNSET = object()
 
@@ -23,11 +23,11 @@ def register_segment_delete_blocker(blocker: DeleteBlocker) -> None:
         _delete_blockers.append(blocker)
 
 
-def _check_condition(*, segment_type: str, condition) -> None:
+def _check_condition(*, project: Project, segment_type: str, condition, segment_id=None) -> None:
     if segment_type == SegmentType.STATIC and condition is not None:
         raise ValidationFailed.field("condition", "A STATIC segment has no condition; omit it or send null")
     if segment_type == SegmentType.DYNAMIC:
-        condition_validate(condition)
+        condition_validate(condition, project=project, segment_id=segment_id)
 
 
 def segment_count(*, segment: Segment) -> int:
@@ -43,7 +43,7 @@ def segment_create(
     condition=None,
     track_membership: bool = False,
 ) -> Segment:
-    _check_condition(segment_type=segment_type, condition=condition)
+    _check_condition(project=project, segment_type=segment_type, condition=condition)
     segment = Segment(
         project=project,
         name=name,
@@ -65,7 +65,7 @@ def segment_update(
     if condition is not UNSET:
         if segment.type == SegmentType.STATIC:
             raise ValidationFailed.field("condition", "Only a DYNAMIC segment has a condition")
-        _check_condition(segment_type=segment.type, condition=condition)
+        _check_condition(project=segment.project, segment_type=segment.type, condition=condition, segment_id=segment.id)
         segment.condition = condition
         fields.append("condition")
     for attr, value in (("name", name), ("description", description), ("track_membership", track_membership)):
@@ -81,8 +81,13 @@ def segment_update(
     return segment
 
 
+def _referencing_segments(segment: Segment) -> str | None:
+    names = [f'"{other.name}"' for other in segments_referencing(segment=segment)]
+    return f"used by segment {', '.join(names)}" if names else None
+
+
 def segment_delete(*, segment: Segment) -> None:
-    for blocker in _delete_blockers:
+    for blocker in [_referencing_segments, *_delete_blockers]:
         reason = blocker(segment)
         if reason:
             raise Conflict(

@@ -62,6 +62,9 @@ def _filter(filter_: dict, contact, now: datetime, cache: dict) -> bool:
         return _date(getattr(contact, field.column), operator, filter_, now)
     if field.kind == "data":
         return _data(_lookup(contact.data, field.path), operator, value)
+    if field.kind == "segment":
+        hit = _member(field.name, contact, now, cache)
+        return not hit if operator == "notMemberOfSegment" else hit
     if field.kind == "activity":
         times = [row[field.column] for row in _emails(contact, cache) if row[field.column] is not None]
         return _trigger(times, operator, filter_, now)
@@ -125,6 +128,17 @@ def _events(contact, cache: dict) -> list:
     if cache["events"] is None:
         cache["events"] = list(contact.events.values_list("name", "created_at"))
     return cache["events"]
+
+
+def _member(segment_id: str, contact, now: datetime, cache: dict) -> bool:
+    from segments.selectors import segment_has_member  # selectors use this module: import on use
+
+    segment = apps.get_model("segments", "Segment").objects.filter(pk=segment_id).first()
+    if segment is None or segment.project_id != contact.project_id:
+        return False
+    if segment.type == "DYNAMIC":
+        return bool(segment.condition) and _condition(segment.condition, contact, now, cache)
+    return segment_has_member(segment=segment, contact=contact)
 
 
 def _emails(contact, cache: dict) -> list:

@@ -30,6 +30,7 @@ FIELD_OPERATORS = {
     "data": (*EQUALITY, *TEXT, *COMPARISON, *PRESENCE),
     "event": TRIGGER,
     "activity": TRIGGER,
+    "segment": MEMBERSHIP,
 }
 # email.<activity> -> the messaging.Email timestamp column that records it.
 ACTIVITIES = {name: f"{name}_at" for name in ("sent", "delivered", "opened", "clicked", "bounced", "complained")}
@@ -55,7 +56,7 @@ class Field:
     kind: str  # email, subscribed, date, data, event, activity
     column: str | None = None  # model column of email, subscribed and date fields; Email column of activities
     path: tuple[str, ...] = ()  # data.<path>
-    name: str = ""  # event.<name>
+    name: str = ""  # event.<name>, segment.<id>
 
 
 def parse_field(field: str) -> Field | None:
@@ -71,6 +72,8 @@ def parse_field(field: str) -> Field | None:
     if field.startswith("email."):
         column = ACTIVITIES.get(field[len("email.") :])
         return Field("activity", column=column) if column else None
+    if field.startswith("segment.") and len(field) > len("segment."):
+        return Field("segment", name=field[len("segment.") :])
     if field.startswith("event.") and len(field) > len("event."):
         return Field("event", name=field[len("event.") :])
     return None
@@ -100,3 +103,25 @@ def parse_instant(value: str) -> tuple[datetime, datetime | None]:
 
 def age_threshold(filter_: dict, now: datetime) -> datetime:
     return now - filter_["value"] * UNITS[filter_["unit"]]
+
+
+def segment_references(condition) -> list[tuple[str, str]]:
+    """(path of the filter's field, referenced segment id) of every `segment.<id>` filter of a tree, which may be
+    unvalidated: malformed nodes are skipped."""
+    found = []
+
+    def walk(node, path):
+        if not isinstance(node, dict) or not isinstance(node.get("groups"), list):
+            return
+        for g_index, group in enumerate(node["groups"]):
+            if not isinstance(group, dict):
+                continue
+            filters = group.get("filters") if isinstance(group.get("filters"), list) else []
+            for f_index, filter_ in enumerate(filters):
+                name = filter_.get("field") if isinstance(filter_, dict) else None
+                if isinstance(name, str) and name.startswith("segment.") and len(name) > len("segment."):
+                    found.append((f"{path}.groups.{g_index}.filters.{f_index}.field", name[len("segment.") :]))
+            walk(group.get("conditions"), f"{path}.groups.{g_index}.conditions")
+
+    walk(condition, "condition")
+    return found

@@ -8,7 +8,7 @@ from datetime import datetime
 from django.apps import apps
 from django.db.models import BooleanField, Exists, Expression, F, OuterRef, Q
 
-from contacts.models import Event
+from contacts.models import Contact, Event
 from segments.conditions.spec import (
     DATE_ONLY,
     NUMERIC_PATTERN,
@@ -57,6 +57,8 @@ def _filter_q(filter_: dict, now: datetime) -> Q:
         return Q(DataPredicate(field.path, operator, value))
     if field.kind == "activity":
         return _activity_q(field.column, operator, filter_, now)
+    if field.kind == "segment":
+        return _segment_q(field.name, operator, now)
     return _event_q(field.name, operator, filter_, now)
 
 
@@ -91,6 +93,17 @@ def _activity_q(column: str, operator: str, filter_: dict, now: datetime) -> Q:
         contact_id=OuterRef("pk"), **{f"{column}__isnull": False}
     )
     return _trigger_q(emails, column, operator, filter_, now)
+
+
+def _segment_q(segment_id: str, operator: str, now: datetime) -> Q:
+    """Membership as `pk IN (members)`: never NULL, so the negation is exact. References were checked for
+    existence, project and cycles when the condition was saved."""
+    from segments.selectors import segment_members  # selectors compile conditions: import on use
+
+    segment = apps.get_model("segments", "Segment").objects.filter(pk=segment_id).first()
+    members = segment_members(segment=segment, now=now) if segment else Contact.objects.none()
+    q = Q(pk__in=members.order_by().values("pk"))
+    return ~q if operator == "notMemberOfSegment" else q
 
 
 def _trigger_q(rows, column: str, operator: str, filter_: dict, now: datetime) -> Q:

@@ -2,6 +2,8 @@
 
 from typing import Any
 
+from django.apps import apps
+
 from config.api.exceptions import ValidationFailed
 from config.api.validation import json_type
 from segments.conditions.spec import (
@@ -19,11 +21,12 @@ from segments.conditions.spec import (
     as_number,
     parse_field,
     parse_instant,
+    segment_references,
 )
 
 FIELD_FORMS = (
     "email, subscribed, createdAt, updatedAt, data.<path>, event.<name> or "
-    "email.<sent|delivered|opened|clicked|bounced|complained>"
+    "email.<sent|delivered|opened|clicked|bounced|complained> or segment.<segmentId>"
 )
 
 
@@ -38,12 +41,52 @@ class _Errors:
         self.items.append(entry)
 
 
-def condition_validate(condition: Any, *, path: str = "condition") -> None:
-    """Raise 422 VALIDATION_ERROR listing every problem of `condition`, each at its dotted path."""
+def condition_validate(condition: Any, *, path: str = "condition", project=None, segment_id=None) -> None:
+    """Raise 422 VALIDATION_ERROR listing every problem of `condition`, each at its dotted path.
+
+    `segment.<id>` filters must name a segment of `project`; when the condition belongs to segment `segment_id`,
+    following references from it must never lead back to that segment."""
     errors = _Errors()
     _condition(condition, path, 1, errors)
+    if not errors.items:
+        _segment_references(condition, path, project, segment_id, errors)
     if errors.items:
         raise ValidationFailed(errors.items)
+
+
+def _segment_references(condition: dict, path: str, project, segment_id, errors: _Errors) -> None:
+    """1. Load the project's segments once (a project has tens of them, not thousands).
+    2. Each referenced id must be one of them.
+    3. Depth-first from each reference through the stored conditions; reaching `segment_id` is a cycle."""
+    references = [(p.replace("condition", path, 1), ref) for p, ref in segment_references(condition)]
+    if not references:
+        return
+    graph = {}
+    if project is not None:
+        Segment = apps.get_model("segments", "Segment")
+        for seg_id, seg_condition in Segment.objects.filter(project=project).values_list("id", "condition"):
+            graph[str(seg_id)] = [ref for _path, ref in segment_references(seg_condition)]
+    for field_path, ref in references:
+        if ref not in graph:
+            errors.add(field_path, f'Unknown segment "{ref}": expected the id of a segment of this project')
+            continue
+        if segment_id is None:
+            continue
+        cycle = _path_to(graph, ref, str(segment_id), [str(segment_id), ref])
+        if cycle:
+            errors.add(field_path, "Segment references may not form a cycle: " + " -> ".join(cycle))
+
+
+def _path_to(graph: dict, start: str, target: str, trail: list[str]) -> list[str] | None:
+    if start == target:
+        return trail
+    for nxt in graph.get(start, []):
+        if nxt in trail[1:]:
+            continue  # stored graph is acyclic; guard anyway
+        found = _path_to(graph, nxt, target, [*trail, nxt])
+        if found:
+            return found
+    return None
 
 
 def _condition(node: Any, path: str, depth: int, errors: _Errors) -> None:
@@ -107,6 +150,8 @@ def _filter(filter_: Any, path: str, errors: _Errors) -> None:
             "invalid_enum_value",
             operator,
         )
+        return
+    if field.kind == "segment":
         return
     if operator in WITH_UNIT:
         _unit_value(filter_, path, errors)
