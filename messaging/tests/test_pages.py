@@ -148,3 +148,22 @@ def test_link_of_a_deleted_contact_is_a_friendly_page(contact, client, page):
 
 def test_pages_refuse_other_methods(contact, client):
     assert client.put(path_of(links_for(contact)["unsubscribeUrl"])).status_code == 405
+
+
+def test_one_click_from_the_list_unsubscribe_header_of_a_received_email(send, smtp_sink, secret_client, client):
+    template = secret_client.post(
+        "/templates",
+        {"name": "News", "subject": "News", "body": "<p>News</p>", "from": "n@alice.test"},
+        format="json",
+    ).json()
+    send({"to": "ann@example.test", "template": template["id"], "subscribed": True})
+    message = smtp_sink.received[0].message
+    [url] = re.findall(r"<(http[^>]+)>", message["List-Unsubscribe"])
+    assert message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    response = type(client)(enforce_csrf_checks=True).post(
+        path_of(url), "List-Unsubscribe=One-Click", content_type="application/x-www-form-urlencoded"
+    )
+    assert response.status_code == 200 and response.content == b""
+    contact = Contact.objects.get(email="ann@example.test")
+    assert contact.subscribed is False
+    assert ("contact.unsubscribed", {"source": "page"}) in subscription_events(contact)

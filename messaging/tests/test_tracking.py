@@ -222,3 +222,14 @@ def test_concurrent_opens_each_count_once(project):
     data = events("email.open")
     assert sorted(d["opens"] for d in data) == list(range(1, 13))
     assert [d["isFirstOpen"] for d in data].count(True) == 1
+
+
+def test_page_links_in_a_transactional_body_stay_untracked(send, smtp_sink):
+    body = '<p><a href="{{ manageUrl }}">Preferences</a> <a href="https://x.example/">x</a></p>'
+    send({"to": "ann@example.test", "from": "a@alice.test", "subject": "S", "body": body})
+    email = Email.objects.get()
+    manage = system_links(contact_id=email.contact_id, email_id=email.id)["manageUrl"]
+    assert f'href="{manage}"' in email.html
+    assert len(tracked(email.html)[0]) == 1
+    # The transactional email links to the manage page, so it still gets the List-Unsubscribe headers.
+    assert smtp_sink.received[0].message["List-Unsubscribe"].startswith("<http://localhost:8000/unsubscribe/")
