@@ -31,3 +31,19 @@ class Segment(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class SegmentMembership(models.Model):
+    """A contact's membership of a static segment (and, later, of a tracked dynamic one). One row per (segment,
+    contact): a member while `exited_at` is null; re-entry clears `exited_at` and moves `entered_at`."""
+
+    segment = models.ForeignKey(Segment, on_delete=models.CASCADE, related_name="memberships", db_index=False)
+    contact = models.ForeignKey("contacts.Contact", on_delete=models.CASCADE, related_name="+")
+    entered_at = models.DateTimeField(default=timezone.now)
+    exited_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["segment", "contact"], name="membership_unique_segment_contact")]
+
+    def __str__(self) -> str:
+        return f"{self.contact_id} in {self.segment_id}"

@@ -7,7 +7,7 @@ from accounts.models import Project
 from contacts.models import Contact
 from segments.conditions import condition_q
 from segments.conditions.spec import segment_references
-from segments.models import Segment, SegmentType
+from segments.models import Segment, SegmentMembership, SegmentType
 
 
 def segment_list(*, project: Project) -> QuerySet[Segment]:
@@ -19,15 +19,17 @@ def segment_members(*, segment: Segment, now: datetime | None = None) -> QuerySe
     contacts = Contact.objects.filter(project_id=segment.project_id)
     if segment.type == SegmentType.DYNAMIC and segment.condition:
         contacts = contacts.filter(condition_q(segment.condition, now=now or timezone.now()))
+    elif segment.type == SegmentType.STATIC:
+        members = SegmentMembership.objects.filter(segment_id=segment.id, exited_at=None).values("contact_id")
+        contacts = contacts.filter(pk__in=members)
     else:
-        # Static members are stored in the membership table, which is not built yet: no members.
         contacts = contacts.none()
     return contacts.order_by("-created_at", "-id")
 
 
 def segment_has_member(*, segment: Segment, contact: Contact) -> bool:
-    """Membership of one contact in a static segment (stored members: not built yet, so none)."""
-    return False
+    """Stored membership of one contact (static segments)."""
+    return SegmentMembership.objects.filter(segment_id=segment.id, contact_id=contact.id, exited_at=None).exists()
 
 
 def segments_referencing(*, segment: Segment) -> list[Segment]:

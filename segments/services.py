@@ -1,13 +1,16 @@
 """Writes of segments. Every condition goes through segments.conditions.condition_validate before it is stored."""
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from django.utils import timezone
 
 from accounts.models import Project
 from config.api.exceptions import Conflict, ValidationFailed
+from contacts.models import Contact
+from contacts.services import contact_upsert, normalize_email
 from segments.conditions import condition_validate
-from segments.models import Segment, SegmentType
+from segments.models import Segment, SegmentMembership, SegmentType
 from segments.selectors import segment_members, segments_referencing
 
 UNSET = object()
@@ -102,3 +105,64 @@ def segment_refresh(*, segment: Segment) -> Segment:
     segment.member_count = segment_count(segment=segment)
     segment.save(update_fields=["member_count"])
     return segment
+
+
+def _require_static(segment: Segment) -> None:
+    if segment.type != SegmentType.STATIC:
+        raise ValidationFailed.field(
+            "type", "Members can be added or removed only on a STATIC segment", received=segment.type
+        )
+
+
+@dataclass
+class MembersAdded:
+    added: int = 0
+    created: int = 0
+    not_found: list[str] = field(default_factory=list)
+
+
+def segment_members_add(
+    *, segment: Segment, emails: list[str], create_missing: bool = False, subscribed: bool | None = None
+) -> MembersAdded:
+    """Add contacts to a static segment by email.
+
+    1. Normalise and de-duplicate the emails; find their contacts in one query.
+    2. Missing ones are created through the contacts upsert when `create_missing`, else reported in `not_found`.
+    3. Insert or re-open memberships in bulk; `added` counts contacts that were not members before.
+    4. Refresh the cached count."""
+    _require_static(segment)
+    result = MembersAdded()
+    wanted = list(dict.fromkeys(normalize_email(e) for e in emails))
+    found = dict(Contact.objects.filter(project_id=segment.project_id, email__in=wanted).values_list("email", "id"))
+    for email in wanted:
+        if email in found:
+            continue
+        if not create_missing:
+            result.not_found.append(email)
+            continue
+        upsert = contact_upsert(project=segment.project, email=email, subscribed=subscribed, source="segment")
+        found[email] = upsert.contact.id
+        result.created += int(upsert.created)
+    ids = set(found.values())
+    memberships = SegmentMembership.objects.filter(segment_id=segment.id, contact_id__in=ids)
+    current = set(memberships.filter(exited_at=None).values_list("contact_id", flat=True))
+    now = timezone.now()
+    memberships.exclude(exited_at=None).update(exited_at=None, entered_at=now)
+    SegmentMembership.objects.bulk_create(
+        [SegmentMembership(segment_id=segment.id, contact_id=cid, entered_at=now) for cid in ids],
+        ignore_conflicts=True,
+    )
+    result.added = len(ids - current)
+    segment_refresh(segment=segment)
+    return result
+
+
+def segment_members_remove(*, segment: Segment, emails: list[str]) -> int:
+    """Remove contacts from a static segment by email; the number of members removed."""
+    _require_static(segment)
+    wanted = {normalize_email(e) for e in emails}
+    removed = SegmentMembership.objects.filter(
+        segment_id=segment.id, exited_at=None, contact__email__in=wanted, contact__project_id=segment.project_id
+    ).update(exited_at=timezone.now())
+    segment_refresh(segment=segment)
+    return removed

@@ -4,7 +4,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.api.timestamps import iso
-from contacts.api.serializers import ContactOutputSerializer, StrictBooleanField, StrictCharField
+from contacts.api.serializers import ContactOutputSerializer, StrictBooleanField, StrictCharField, StrictEmailField
 from segments.models import Segment, SegmentType
 
 
@@ -65,3 +65,26 @@ class SegmentMembersPageSerializer(serializers.Serializer):
 
 class SegmentRefreshOutputSerializer(serializers.Serializer):
     memberCount = serializers.IntegerField()
+
+
+MAX_MEMBER_EMAILS = 500
+
+
+class MembersAddInputSerializer(serializers.Serializer):
+    emails = serializers.ListField(child=StrictEmailField(), min_length=1, max_length=MAX_MEMBER_EMAILS)
+    createMissing = StrictBooleanField(required=False, default=False)
+    subscribed = StrictBooleanField(required=False, allow_null=True, default=None)
+
+
+class MembersAddOutputSerializer(serializers.Serializer):
+    added = serializers.IntegerField()
+    created = serializers.IntegerField()
+    notFound = serializers.ListField(child=serializers.CharField())
+
+
+class MembersRemoveInputSerializer(serializers.Serializer):
+    emails = serializers.ListField(child=StrictEmailField(), min_length=1, max_length=MAX_MEMBER_EMAILS)
+
+
+class MembersRemoveOutputSerializer(serializers.Serializer):
+    removed = serializers.IntegerField()

@@ -12,5 +12,10 @@ urlpatterns = [
         name="segment-detail",
     ),
     path("segments/<str:pk>/contacts", segments({"get": "contacts"}), name="segment-contacts"),
+    path(
+        "segments/<str:pk>/members",
+        segments({"post": "members_add", "delete": "members_remove"}),
+        name="segment-members",
+    ),
     path("segments/<str:pk>/refresh", segments({"post": "refresh"}), name="segment-refresh"),
 ]

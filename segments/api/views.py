@@ -92,3 +92,26 @@ class SegmentViewSet(ProjectScopedViewSet):
     def refresh(self, request, pk=None):
         segment = services.segment_refresh(segment=self.get_object())
         return Response({"memberCount": segment.member_count})
+
+    @extend_schema(
+        operation_id="segments_members_add",
+        request=s.MembersAddInputSerializer,
+        responses={200: s.MembersAddOutputSerializer, 404: ERROR, 422: ERROR},
+    )
+    def members_add(self, request, pk=None):
+        segment = self.get_object()
+        data = validate(s.MembersAddInputSerializer, request.data)
+        result = services.segment_members_add(
+            segment=segment, emails=data["emails"], create_missing=data["createMissing"], subscribed=data["subscribed"]
+        )
+        return Response({"added": result.added, "created": result.created, "notFound": result.not_found})
+
+    @extend_schema(
+        operation_id="segments_members_remove",
+        request=s.MembersRemoveInputSerializer,
+        responses={200: s.MembersRemoveOutputSerializer, 404: ERROR, 422: ERROR},
+    )
+    def members_remove(self, request, pk=None):
+        segment = self.get_object()
+        data = validate(s.MembersRemoveInputSerializer, request.data)
+        return Response({"removed": services.segment_members_remove(segment=segment, emails=data["emails"])})

@@ -70,7 +70,12 @@ def test_a_referenced_segment_cannot_be_deleted(secret_client, pro):
     assert '"Uses pro"' in response.json()["error"]["message"]
 
 
-def test_static_segment_reference_has_no_members_yet(secret_client, pro):
+def test_static_segment_reference_uses_stored_members(secret_client, project, pro):
     static = secret_client.post("/segments", {"name": "VIP", "type": "STATIC"}, format="json").json()
-    response = secret_client.post("/segments", {"name": "X", "condition": member_of(static["id"])}, format="json")
-    assert response.status_code == 201 and response.json()["memberCount"] == 0
+    secret_client.post(f"/segments/{static['id']}/members", {"emails": ["free@example.test"]}, format="json")
+    condition = member_of(static["id"])
+    response = secret_client.post("/segments", {"name": "X", "condition": condition}, format="json")
+    assert response.status_code == 201 and response.json()["memberCount"] == 1
+    contacts = Contact.objects.filter(project=project.project)
+    now = timezone.now()
+    assert {c.email for c in contacts if condition_matches(condition, contact=c, now=now)} == {"free@example.test"}
