@@ -3,12 +3,14 @@
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from django.db import transaction
 from django.utils import timezone
+from django.utils.text import slugify
 
 from accounts.models import Project
 from config.api.exceptions import Conflict, ValidationFailed
 from contacts.models import Contact
-from contacts.services import contact_upsert, normalize_email
+from contacts.services import contact_upsert, events_record_bulk, normalize_email
 from segments.conditions import condition_validate
 from segments.models import Segment, SegmentMembership, SegmentType
 from segments.selectors import segment_members, segments_referencing
@@ -166,3 +168,59 @@ def segment_members_remove(*, segment: Segment, emails: list[str]) -> int:
     ).update(exited_at=timezone.now())
     segment_refresh(segment=segment)
     return removed
+
+
+def segment_slug(segment: Segment) -> str:
+    """The `<slug>` of `segment.<slug>.entry` / `.exit` events: the slugified name, or the id for a name that
+    slugifies to nothing."""
+    return slugify(segment.name) or str(segment.id)
+
+
+@dataclass
+class ComputeResult:
+    added: int
+    removed: int
+    total: int
+
+
+def segment_compute(*, segment: Segment) -> ComputeResult:
+    """Diff a tracked dynamic segment's live condition against its stored members and record the moves.
+
+    1. Lock the segment row (one compute of a segment at a time; later runs wait, then see the new members).
+    2. Entering: live contacts that are not current members; exiting: current members no longer live. Both are
+       found in SQL, set against set, never contact by contact.
+    3. Write memberships in bulk (insert new pairs, re-open exited ones, close exits).
+    4. Record `segment.<slug>.entry` / `.exit` events in bulk through the contacts event hook; refresh the count.
+    """
+    if segment.type != SegmentType.DYNAMIC or not segment.track_membership:
+        raise ValidationFailed.field(
+            "trackMembership", "Only a DYNAMIC segment with trackMembership true can be computed", received=segment.type
+        )
+    with transaction.atomic():
+        Segment.objects.select_for_update().filter(pk=segment.pk).first()
+        now = timezone.now()
+        live = segment_members(segment=segment, now=now).order_by()
+        current = SegmentMembership.objects.filter(segment_id=segment.id, exited_at=None)
+        entering = list(live.exclude(pk__in=current.values("contact_id")))
+        exiting_ids = list(current.exclude(contact_id__in=live.values("pk")).values_list("contact_id", flat=True))
+        entering_ids = [c.id for c in entering]
+        SegmentMembership.objects.filter(segment_id=segment.id, contact_id__in=entering_ids).update(
+            exited_at=None, entered_at=now
+        )
+        SegmentMembership.objects.bulk_create(
+            [SegmentMembership(segment_id=segment.id, contact_id=cid, entered_at=now) for cid in entering_ids],
+            ignore_conflicts=True,
+            batch_size=1000,
+        )
+        current.filter(contact_id__in=exiting_ids).update(exited_at=now)
+        slug = segment_slug(segment)
+        data = {"segmentId": str(segment.id), "segmentName": segment.name}
+        exiting = list(Contact.objects.filter(pk__in=exiting_ids))
+        events_record_bulk(
+            project=segment.project,
+            items=[(c, f"segment.{slug}.entry", data) for c in entering]
+            + [(c, f"segment.{slug}.exit", data) for c in exiting],
+        )
+        segment.member_count = current.count()
+        segment.save(update_fields=["member_count"])
+    return ComputeResult(added=len(entering), removed=len(exiting), total=segment.member_count)

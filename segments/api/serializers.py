@@ -88,3 +88,9 @@ class MembersRemoveInputSerializer(serializers.Serializer):
 
 class MembersRemoveOutputSerializer(serializers.Serializer):
     removed = serializers.IntegerField()
+
+
+class ComputeOutputSerializer(serializers.Serializer):
+    added = serializers.IntegerField()
+    removed = serializers.IntegerField()
+    total = serializers.IntegerField()

@@ -17,5 +17,6 @@ urlpatterns = [
         segments({"post": "members_add", "delete": "members_remove"}),
         name="segment-members",
     ),
+    path("segments/<str:pk>/compute", segments({"post": "compute"}), name="segment-compute"),
     path("segments/<str:pk>/refresh", segments({"post": "refresh"}), name="segment-refresh"),
 ]

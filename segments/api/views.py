@@ -115,3 +115,12 @@ class SegmentViewSet(ProjectScopedViewSet):
         segment = self.get_object()
         data = validate(s.MembersRemoveInputSerializer, request.data)
         return Response({"removed": services.segment_members_remove(segment=segment, emails=data["emails"])})
+
+    @extend_schema(
+        operation_id="segments_compute",
+        request=None,
+        responses={200: s.ComputeOutputSerializer, 404: ERROR, 422: ERROR},
+    )
+    def compute(self, request, pk=None):
+        result = services.segment_compute(segment=self.get_object())
+        return Response({"added": result.added, "removed": result.removed, "total": result.total})
