@@ -180,7 +180,8 @@ def _release(emails: list[Email], error: str, report: DeliveryReport) -> None:
         report.retry[email.id] = delay
 
 
-def _event_data(email: Email, **extra) -> dict:
+def email_event_data(email: Email, **extra) -> dict:
+    """The payload every `email.*` event carries (decisions.md), plus the fields of its kind."""
     return {
         "emailId": str(email.id),
         "messageId": email.message_id,
@@ -197,9 +198,9 @@ def _event_data(email: Email, **extra) -> dict:
 def _record_events(report: DeliveryReport) -> None:
     by_project = defaultdict(list)
     for email, sent_at in report.sent:
-        by_project[email.project].append((email, "email.sent", _event_data(email, sentAt=iso(sent_at))))
+        by_project[email.project].append((email, "email.sent", email_event_data(email, sentAt=iso(sent_at))))
     for email, error in report.failed:
-        by_project[email.project].append((email, "email.failed", _event_data(email, error=error)))
+        by_project[email.project].append((email, "email.failed", email_event_data(email, error=error)))
     for project, rows in by_project.items():
         rows = [(email, name, data) for email, name, data in rows if email.contact is not None]
         events_record_bulk(

@@ -15,7 +15,7 @@ from django.utils import timezone
 from config.api.timestamps import iso
 from contacts.models import Contact
 from contacts.services import events_record_bulk
-from messaging.delivery import _event_data
+from messaging.delivery import email_event_data
 from messaging.models import Email
 
 # Snooze choices of the manage page (decisions.md): key -> (label, weeks, months).
@@ -97,7 +97,9 @@ def email_open_record(*, email_id) -> Email | None:
             email_id, at_field="opened_at", count_field="opens", status=Email.Status.OPENED, moves_from=_OPEN_FROM
         )
         if email is not None:
-            data = _event_data(email, openedAt=iso(email.hit_at), opens=email.opens, isFirstOpen=email.is_first_hit)
+            data = email_event_data(
+                email, openedAt=iso(email.hit_at), opens=email.opens, isFirstOpen=email.is_first_hit
+            )
             _record(email, "email.open", data)
     return email
 
@@ -113,7 +115,7 @@ def email_click_record(*, email_id, link: str) -> Email | None:
             moves_from=_CLICK_FROM,
         )
         if email is not None:
-            data = _event_data(
+            data = email_event_data(
                 email, link=link, clickedAt=iso(email.hit_at), clicks=email.clicks, isFirstClick=email.is_first_hit
             )
             _record(email, "email.click", data)
