@@ -101,6 +101,12 @@ def html_to_text(html: str) -> str:
     return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip() + "\n"
 
 
+def insert_before_body_end(html: str, snippet: str) -> str:
+    """`snippet` just before the last `</body>`, or at the end of a body without one."""
+    position = html.lower().rfind("</body")
+    return html[:position] + snippet + html[position:] if position >= 0 else html + snippet
+
+
 def _boundary() -> str:
     return f"=_herald_{secrets.token_hex(12)}"
 

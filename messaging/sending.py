@@ -24,7 +24,7 @@ from contacts.services import contact_upsert, normalize_email
 from domains.services import sender_domain_for
 from messaging import rendering, send_input
 from messaging.links import PAGES, system_links
-from messaging.mime import Attachment
+from messaging.mime import Attachment, insert_before_body_end
 from messaging.models import AttachmentBundle, Email, EmailType, Template
 from messaging.send_input import Address
 from messaging.tracking import tracking_applies, with_tracking
@@ -99,8 +99,7 @@ def with_unsubscribe_footer(html: str, unsubscribe_url: str) -> str:
         '<p style="margin-top:24px;font-size:12px;color:#6b7280;text-align:center">'
         f'<a href="{unsubscribe_url}" style="color:#6b7280">Unsubscribe</a></p>'
     )
-    position = html.lower().rfind("</body")
-    return html[:position] + footer + html[position:] if position >= 0 else html + footer
+    return insert_before_body_end(html, footer)
 
 
 def _estimated_size(email: Email, bundle: AttachmentBundle | None) -> int:

@@ -15,6 +15,7 @@ from django.core import signing
 
 from accounts.models import Project
 from messaging.links import PAGES
+from messaging.mime import insert_before_body_end
 from messaging.models import EmailType
 
 _open_signer = signing.Signer(salt="herald.messaging.tracking.open")
@@ -76,5 +77,4 @@ def with_tracking(html: str, *, email_id) -> str:
         f'<img src="{base}/o/{open_token(email_id)}" width="1" height="1" alt="" '
         'style="display:block;width:1px;height:1px;border:0;margin:0;padding:0" />'
     )
-    position = html.lower().rfind("</body")
-    return html[:position] + pixel + html[position:] if position >= 0 else html + pixel
+    return insert_before_body_end(html, pixel)
