@@ -4,3 +4,11 @@ from django.apps import AppConfig
 class SegmentsConfig(AppConfig):
     name = "segments"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        # The contacts fields/events endpoints report (and refuse to delete) what a segment condition uses.
+        from contacts.usage import register_event_usage, register_field_usage
+        from segments.selectors import segments_using_event, segments_using_field
+
+        register_field_usage("segments", segments_using_field)
+        register_event_usage("segments", segments_using_event)

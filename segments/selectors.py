@@ -6,7 +6,7 @@ from django.utils import timezone
 from accounts.models import Project
 from contacts.models import Contact
 from segments.conditions import condition_q
-from segments.conditions.spec import segment_references
+from segments.conditions.spec import condition_fields, segment_references
 from segments.models import Segment, SegmentMembership, SegmentType
 
 
@@ -36,3 +36,17 @@ def segments_referencing(*, segment: Segment) -> list[Segment]:
     """Segments of the project whose condition has a `segment.<id>` filter naming `segment`."""
     others = Segment.objects.filter(project_id=segment.project_id).exclude(pk=segment.pk).exclude(condition=None)
     return [s for s in others if any(ref == str(segment.id) for _p, ref in segment_references(s.condition))]
+
+
+def _segments_using(project: Project, uses) -> list[dict]:
+    rows = Segment.objects.filter(project=project).exclude(condition=None).order_by("created_at", "id")
+    return [{"id": str(s.id), "name": s.name} for s in rows if any(uses(f) for f in condition_fields(s.condition))]
+
+
+def segments_using_field(project: Project, field: str) -> list[dict]:
+    """Usage finder of contact fields: `data.plan` is used by filters on `data.plan` and below (`data.plan.tier`)."""
+    return _segments_using(project, lambda used: used == field or used.startswith(field + "."))
+
+
+def segments_using_event(project: Project, name: str) -> list[dict]:
+    return _segments_using(project, lambda used: used == f"event.{name}")

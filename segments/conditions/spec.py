@@ -105,6 +105,25 @@ def age_threshold(filter_: dict, now: datetime) -> datetime:
     return now - filter_["value"] * UNITS[filter_["unit"]]
 
 
+def condition_fields(condition) -> list[str]:
+    """The `field` of every filter of a (possibly unvalidated) tree, in order."""
+    found = []
+
+    def walk(node):
+        if not isinstance(node, dict) or not isinstance(node.get("groups"), list):
+            return
+        for group in node["groups"]:
+            if not isinstance(group, dict):
+                continue
+            for filter_ in group.get("filters") if isinstance(group.get("filters"), list) else []:
+                if isinstance(filter_, dict) and isinstance(filter_.get("field"), str):
+                    found.append(filter_["field"])
+            walk(group.get("conditions"))
+
+    walk(condition)
+    return found
+
+
 def segment_references(condition) -> list[tuple[str, str]]:
     """(path of the filter's field, referenced segment id) of every `segment.<id>` filter of a tree, which may be
     unvalidated: malformed nodes are skipped."""
