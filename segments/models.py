@@ -23,11 +23,17 @@ class Segment(models.Model):
     condition = models.JSONField(null=True, blank=True)
     track_membership = models.BooleanField(default=False)
     member_count = models.PositiveIntegerField(default=0)
+    # Periodic recount/recompute: when it last ran, and the claim of the run in progress (never two at once).
+    refreshed_at = models.DateTimeField(null=True, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        indexes = [models.Index(fields=["project", "created_at", "id"], name="segment_project_created")]
+        indexes = [
+            models.Index(fields=["project", "created_at", "id"], name="segment_project_created"),
+            models.Index(fields=["refreshed_at"], name="segment_refreshed"),
+        ]
 
     def __str__(self) -> str:
         return self.name

@@ -1,6 +1,6 @@
 from datetime import datetime
 
-from django.db.models import QuerySet
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from accounts.models import Project
@@ -50,3 +50,9 @@ def segments_using_field(project: Project, field: str) -> list[dict]:
 
 def segments_using_event(project: Project, name: str) -> list[dict]:
     return _segments_using(project, lambda used: used == f"event.{name}")
+
+
+def segments_due(*, older_than: datetime, limit: int) -> list:
+    """Ids of the segments (all projects) whose count was last refreshed before `older_than`, stalest first."""
+    rows = Segment.objects.filter(Q(refreshed_at=None) | Q(refreshed_at__lt=older_than))
+    return list(rows.order_by(F("refreshed_at").asc(nulls_first=True), "id").values_list("id", flat=True)[:limit])

@@ -2,8 +2,10 @@
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -224,3 +226,26 @@ def segment_compute(*, segment: Segment) -> ComputeResult:
         segment.member_count = current.count()
         segment.save(update_fields=["member_count"])
     return ComputeResult(added=len(entering), removed=len(exiting), total=segment.member_count)
+
+
+# A claim older than this belongs to a worker that died: the next run may take the segment over.
+CLAIM_TIMEOUT = timedelta(minutes=15)
+
+
+def segment_recompute(*, segment_id) -> bool:
+    """The periodic work on one segment: recompute a tracked dynamic segment (entries, exits, events), recount any
+    other. Claimed by a conditional UPDATE so two runs never work on one segment at once; False when another run
+    holds it (or the segment is gone)."""
+    now = timezone.now()
+    free = Q(claimed_at=None) | Q(claimed_at__lt=now - CLAIM_TIMEOUT)
+    if not Segment.objects.filter(free, pk=segment_id).update(claimed_at=now):
+        return False
+    try:
+        segment = Segment.objects.select_related("project").get(pk=segment_id)
+        if segment.type == SegmentType.DYNAMIC and segment.track_membership:
+            segment_compute(segment=segment)
+        else:
+            segment_refresh(segment=segment)
+    finally:
+        Segment.objects.filter(pk=segment_id).update(claimed_at=None, refreshed_at=timezone.now())
+    return True

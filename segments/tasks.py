@@ -1,0 +1,36 @@
+"""Celery tasks of the segments app: each takes ids and calls one service or selector."""
+
+from datetime import timedelta
+
+from celery import shared_task
+from django.conf import settings
+from django.utils import timezone
+
+from segments.selectors import segments_due
+from segments.services import segment_recompute
+
+# The claim in segment_recompute makes a redelivered message harmless.
+SEGMENT_TASK_OPTIONS = {"acks_late": True, "ignore_result": True}
+
+
+def refresh_interval() -> timedelta:
+    return timedelta(minutes=getattr(settings, "SEGMENT_REFRESH_MINUTES", 5))
+
+
+def refresh_batch() -> int:
+    return getattr(settings, "SEGMENT_REFRESH_BATCH", 500)
+
+
+@shared_task(**SEGMENT_TASK_OPTIONS)
+def segment_recompute_task(segment_id: str) -> None:
+    segment_recompute(segment_id=segment_id)
+
+
+@shared_task(**SEGMENT_TASK_OPTIONS)
+def segments_refresh_due_task() -> int:
+    """Periodic: queue a recompute of every segment not refreshed within the interval, stalest first, at most one
+    batch per run (the next run takes the rest). Returns how many were queued."""
+    due = segments_due(older_than=timezone.now() - refresh_interval(), limit=refresh_batch())
+    for segment_id in due:
+        segment_recompute_task.delay(str(segment_id))
+    return len(due)
