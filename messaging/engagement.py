@@ -7,11 +7,10 @@ records `contact.subscribed` / `contact.unsubscribed` like any other change.
 import calendar
 from datetime import datetime, timedelta
 
-from django.db import transaction
-from django.db.models import Case, F, Value, When
-from django.db.models.functions import Coalesce
+from django.db import connection, transaction
 from django.utils import timezone
 
+from accounts.models import Project
 from config.api.timestamps import iso
 from contacts.models import Contact
 from contacts.services import events_record_bulk
@@ -57,45 +56,68 @@ _OPEN_FROM = (Email.Status.SENT, Email.Status.DELIVERED)
 _CLICK_FROM = (Email.Status.SENT, Email.Status.DELIVERED, Email.Status.OPENED)
 
 
-def _hit(email_id, *, at_field: str, count_field: str, status: str, moves_from) -> Email | None:
-    """Count one hit in a single UPDATE (first-time timestamp, counter, forward-only status), then read the row
-    back with what the event needs. Returns None when the email no longer exists.
-
-    The caller holds a transaction: the UPDATE locks the row until commit, so the counter read back is this hit's
-    own, even with concurrent hits on the same email."""
-    now = timezone.now()
-    updated = Email.objects.filter(pk=email_id).update(
-        **{
-            at_field: Coalesce(F(at_field), Value(now)),
-            count_field: F(count_field) + 1,
-            "status": Case(When(status__in=moves_from, then=Value(status)), default=F("status")),
-            "updated_at": now,
-        }
+# One statement per hit: the ORM's compilation of this conditional UPDATE and the read-back cost 2 ms of CPU per hit,
+# the statement itself a fraction of that. PostgreSQL and SQLite (3.35+) both return the updated row.
+_HIT_SQL = {
+    field: (
+        f"UPDATE messaging_email SET {field}_at = COALESCE({field}_at, %s), {count} = {count} + 1, "  # noqa: S608
+        "status = CASE WHEN status IN (%s, %s, %s) THEN %s ELSE status END, updated_at = %s "
+        f"WHERE id = %s RETURNING project_id, contact_id, {count}, {field}_at = %s, message_id, subject, "
+        "from_email, template_id, campaign_id, workflow_id, source"
     )
-    if not updated:
+    for field, count in (("opened", "opens"), ("clicked", "clicks"))
+}
+
+
+def _hit(email_id, *, field: str, status: str, moves_from) -> Email | None:
+    """Count one hit (first-time timestamp, counter, forward-only status) and return the row with what the event
+    needs; None when the email no longer exists. Under concurrent hits the row lock makes each count its own."""
+    now = timezone.now()
+    when = Email._meta.get_field("updated_at").get_db_prep_value(now, connection)
+    from_statuses = (list(moves_from) + [moves_from[-1]] * 3)[:3]
+    params = [when, *from_statuses, status, when, Email._meta.pk.get_db_prep_value(email_id, connection), when]
+    with connection.cursor() as cursor:
+        cursor.execute(_HIT_SQL[field], params)
+        row = cursor.fetchone()
+    if row is None:
         return None
-    email = Email.objects.select_related("project", "contact").defer("html", "headers").filter(pk=email_id).first()
-    if email is None:
-        return None
+    project_id, contact_id, count, is_first, message_id, subject, from_email, template_id, campaign_id, *rest = row
+    workflow_id, source = rest
+    uuid_field = Email._meta.pk
+    email = Email(
+        id=uuid_field.to_python(email_id),
+        project_id=uuid_field.to_python(project_id),
+        contact_id=uuid_field.to_python(contact_id) if contact_id else None,
+        message_id=message_id,
+        subject=subject,
+        from_email=from_email,
+        template_id=uuid_field.to_python(template_id) if template_id else None,
+        campaign_id=uuid_field.to_python(campaign_id) if campaign_id else None,
+        workflow_id=uuid_field.to_python(workflow_id) if workflow_id else None,
+        source=source,
+    )
+    setattr(email, "opens" if field == "opened" else "clicks", count)
     # Only the hit whose timestamp was written is the first one, even when two arrive together.
-    email.is_first_hit = getattr(email, at_field) == now
+    email.is_first_hit = bool(is_first)
     email.hit_at = now
     return email
 
 
 def _record(email: Email, name: str, data: dict) -> None:
-    if email.contact is None:
+    if email.contact_id is None:
         return
-    events_record_bulk(project=email.project, items=[(email.contact, name, data)], email_ids=[email.id])
+    contact = Contact(id=email.contact_id, project_id=email.project_id)
+    contact._state.adding = False
+    project = Project(id=email.project_id)
+    project._state.adding = False
+    events_record_bulk(project=project, items=[(contact, name, data)], email_ids=[email.id])
 
 
 def email_open_record(*, email_id) -> Email | None:
     """One load of the open pixel: count it and record `email.open`."""
     # No savepoint: nothing to roll back to inside a request, and a hit stays three statements.
     with transaction.atomic(savepoint=False):
-        email = _hit(
-            email_id, at_field="opened_at", count_field="opens", status=Email.Status.OPENED, moves_from=_OPEN_FROM
-        )
+        email = _hit(email_id, field="opened", status=Email.Status.OPENED, moves_from=_OPEN_FROM)
         if email is not None:
             data = email_event_data(
                 email, openedAt=iso(email.hit_at), opens=email.opens, isFirstOpen=email.is_first_hit
@@ -107,13 +129,7 @@ def email_open_record(*, email_id) -> Email | None:
 def email_click_record(*, email_id, link: str) -> Email | None:
     """One follow of a tracked link: count it and record `email.click` with the link."""
     with transaction.atomic(savepoint=False):
-        email = _hit(
-            email_id,
-            at_field="clicked_at",
-            count_field="clicks",
-            status=Email.Status.CLICKED,
-            moves_from=_CLICK_FROM,
-        )
+        email = _hit(email_id, field="clicked", status=Email.Status.CLICKED, moves_from=_CLICK_FROM)
         if email is not None:
             data = email_event_data(
                 email, link=link, clickedAt=iso(email.hit_at), clicks=email.clicks, isFirstClick=email.is_first_hit

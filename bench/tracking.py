@@ -1,0 +1,99 @@
+"""Open-pixel and click-redirect endpoints: gunicorn on PostgreSQL + Redis, 50 connections, every hit on one of
+1,000 sent emails (each hit updates the email row and records an `email.open` / `email.click` event).
+
+    python bench/tracking.py [--seconds 15] [--runs 3] [--workers 4]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.serve import bench_env, fresh_database, gunicorn, machine, setup_project, wrk
+
+REQUEST_LUA = """
+paths = {PATHS}
+request = function()
+  counter = counter + 1
+  return wrk.format(nil, paths[(counter % #paths) + 1])
+end
+"""
+
+
+def seed(env: dict, count: int) -> tuple[list[str], list[str]]:
+    os.environ.update(env)
+    import django
+
+    django.setup()
+    from django.utils import timezone
+
+    from accounts.models import Project
+    from contacts.models import Contact
+    from messaging.models import Email
+    from messaging.tracking import click_token, open_token
+
+    project = Project.objects.get()
+    contacts = Contact.objects.bulk_create([Contact(project=project, email=f"t{i}@bench.test") for i in range(count)])
+    now = timezone.now()
+    emails = Email.objects.bulk_create(
+        [
+            Email(
+                id=uuid.uuid4(),
+                project=project,
+                contact=c,
+                to_email=c.email,
+                from_email="news@bench.test",
+                subject="S",
+                html="<p>x</p>",
+                status="SENT",
+                sent_at=now,
+                message_id=f"<{i}@bench.test>",
+            )
+            for i, c in enumerate(contacts)
+        ]
+    )
+    opens = [f"/o/{open_token(e.id)}" for e in emails]
+    clicks = [f"/c/{click_token(e.id, 'https://example.test/offer?id=1')}" for e in emails]
+    return opens, clicks
+
+
+def run(base: str, key: str, paths: list[str], seconds: int, runs: int) -> dict:
+    lua = REQUEST_LUA.replace("{PATHS}", "{" + ",".join(f'"{p}"' for p in paths) + "}")
+    wrk(base + "/", key=key, connections=50, seconds=3, request_lua=lua)  # warm-up
+    results = [wrk(base + "/", key=key, connections=50, seconds=seconds, request_lua=lua) for _ in range(runs)]
+    return {
+        "median_requests_per_second": statistics.median(r["requests_per_second"] for r in results),
+        "median_p50_ms": statistics.median(r["p50_ms"] for r in results),
+        "median_p99_ms": statistics.median(r["p99_ms"] for r in results),
+        "runs": results,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=int, default=15)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--port", type=int, default=18003)
+    args = parser.parse_args()
+    fresh_database("herald_bench_tracking")
+    env = bench_env("herald_bench_tracking")
+    project = setup_project(env)
+    opens, clicks = seed(env, 1000)
+    with gunicorn(env, port=args.port, workers=args.workers) as base:
+        result = {
+            "benchmark": "tracking",
+            "gunicorn": f"{args.workers} sync workers",
+            "machine": machine(),
+            "open_pixel": run(base, project["secretKey"], opens, args.seconds, args.runs),
+            "click_redirect": run(base, project["secretKey"], clicks, args.seconds, args.runs),
+        }
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
