@@ -12,3 +12,8 @@ class SegmentsConfig(AppConfig):
 
         register_field_usage("segments", segments_using_field)
         register_event_usage("segments", segments_using_event)
+
+        from contacts.signals import events_recorded
+        from segments.receivers import on_events_recorded
+
+        events_recorded.connect(on_events_recorded, dispatch_uid="segments.on_events_recorded")

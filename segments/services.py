@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -249,3 +249,41 @@ def segment_recompute(*, segment_id) -> bool:
     finally:
         Segment.objects.filter(pk=segment_id).update(claimed_at=None, refreshed_at=timezone.now())
     return True
+
+
+def segment_contact_reevaluate(*, contact_id) -> int:
+    """Re-evaluate one contact against every tracked dynamic segment of its project (the incremental path, so
+    entry and exit events follow a change within seconds instead of at the next periodic compute).
+
+    For each segment, under the same row lock as `segment_compute`: ask the database whether the contact matches,
+    compare with its stored membership, and on a difference write the membership, record the entry or exit event
+    and move the cached count by one. Returns the number of moves."""
+    contact = Contact.objects.select_related("project").filter(pk=contact_id).first()
+    if contact is None:
+        return 0
+    moves = 0
+    tracked = Segment.objects.filter(project_id=contact.project_id, type=SegmentType.DYNAMIC, track_membership=True)
+    for segment in tracked:
+        with transaction.atomic():
+            Segment.objects.select_for_update().filter(pk=segment.pk).first()
+            now = timezone.now()
+            live = segment_members(segment=segment, now=now).filter(pk=contact.pk).exists()
+            row = SegmentMembership.objects.filter(segment_id=segment.id, contact_id=contact.id).first()
+            if live == (row is not None and row.exited_at is None):
+                continue
+            if live and row is None:
+                SegmentMembership.objects.create(segment_id=segment.id, contact_id=contact.id, entered_at=now)
+            elif live:
+                row.entered_at, row.exited_at = now, None
+                row.save(update_fields=["entered_at", "exited_at"])
+            else:
+                row.exited_at = now
+                row.save(update_fields=["exited_at"])
+            kind = "entry" if live else "exit"
+            data = {"segmentId": str(segment.id), "segmentName": segment.name}
+            events_record_bulk(
+                project=contact.project, items=[(contact, f"segment.{segment_slug(segment)}.{kind}", data)]
+            )
+            Segment.objects.filter(pk=segment.pk).update(member_count=F("member_count") + (1 if live else -1))
+            moves += 1
+    return moves

@@ -4,10 +4,11 @@ from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
+from django.core.cache import cache
 from django.utils import timezone
 
 from segments.selectors import segments_due
-from segments.services import segment_recompute
+from segments.services import segment_contact_reevaluate, segment_recompute
 
 # The claim in segment_recompute makes a redelivered message harmless.
 SEGMENT_TASK_OPTIONS = {"acks_late": True, "ignore_result": True}
@@ -34,3 +35,10 @@ def segments_refresh_due_task() -> int:
     for segment_id in due:
         segment_recompute_task.delay(str(segment_id))
     return len(due)
+
+
+@shared_task(**SEGMENT_TASK_OPTIONS)
+def segment_contact_reevaluate_task(contact_id: str) -> None:
+    # Open the debounce window again first: a change arriving during this run queues a new run.
+    cache.delete(f"segments:reevaluate:{contact_id}")
+    segment_contact_reevaluate(contact_id=contact_id)
