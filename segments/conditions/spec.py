@@ -1,6 +1,7 @@
 """The condition language: logic, operators, units, fields and the value rules shared by validation, the SQL
 compiler and the Python evaluator (decisions.md, Segments)."""
 
+import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -144,3 +145,24 @@ def segment_references(condition) -> list[tuple[str, str]]:
 
     walk(condition, "condition")
     return found
+
+
+def condition_text(condition) -> str:
+    """A readable one-line rendering for people (admin): `(data.plan equals "pro" AND event.buy triggered)`."""
+    if not isinstance(condition, dict):
+        return ""
+    logic = f" {condition.get('logic')} "
+    groups = []
+    for group in condition.get("groups") or []:
+        parts = []
+        for filter_ in group.get("filters") or []:
+            words = [str(filter_.get("field")), str(filter_.get("operator"))]
+            if "value" in filter_:
+                words.append(json.dumps(filter_["value"], ensure_ascii=False))
+            if filter_.get("unit"):
+                words.append(str(filter_["unit"]))
+            parts.append(" ".join(words))
+        if group.get("conditions"):
+            parts.append(condition_text(group["conditions"]))
+        groups.append("(" + " AND ".join(parts) + ")" if len(parts) > 1 else "".join(parts))
+    return "(" + logic.join(groups) + ")" if len(groups) > 1 else "".join(groups)
