@@ -26,9 +26,7 @@ def test_admin_pages_and_recompute(admin_client, secret_client, project):
 
     assert admin_client.get("/admin/segments/segment/").status_code == 200
     page = admin_client.get(f"/admin/segments/segment/{dynamic['id']}/change/").content.decode()
-    assert (
-        "((data.plan equals &quot;pro&quot; AND event.buy triggeredWithin 3 days) OR subscribed equals true)" in page
-    )
+    assert "((data.plan equals &quot;pro&quot; AND event.buy triggeredWithin 3 days) OR subscribed equals true)" in page
     page = admin_client.get(f"/admin/segments/segment/{static['id']}/change/").content.decode()
     assert "ann@example.test" in page
 
