@@ -203,29 +203,38 @@ def segment_compute(*, segment: Segment) -> ComputeResult:
         now = timezone.now()
         live = segment_members(segment=segment, now=now).order_by()
         current = SegmentMembership.objects.filter(segment_id=segment.id, exited_at=None)
-        entering = list(live.exclude(pk__in=current.values("contact_id")))
+        entering_ids = list(live.exclude(pk__in=current.values("contact_id")).values_list("pk", flat=True))
         exiting_ids = list(current.exclude(contact_id__in=live.values("pk")).values_list("contact_id", flat=True))
-        entering_ids = [c.id for c in entering]
-        SegmentMembership.objects.filter(segment_id=segment.id, contact_id__in=entering_ids).update(
-            exited_at=None, entered_at=now
-        )
-        SegmentMembership.objects.bulk_create(
-            [SegmentMembership(segment_id=segment.id, contact_id=cid, entered_at=now) for cid in entering_ids],
-            ignore_conflicts=True,
-            batch_size=1000,
-        )
-        current.filter(contact_id__in=exiting_ids).update(exited_at=now)
         slug = segment_slug(segment)
-        data = {"segmentId": str(segment.id), "segmentName": segment.name}
-        exiting = list(Contact.objects.filter(pk__in=exiting_ids))
-        events_record_bulk(
-            project=segment.project,
-            items=[(c, f"segment.{slug}.entry", data) for c in entering]
-            + [(c, f"segment.{slug}.exit", data) for c in exiting],
-        )
+        for chunk in _chunks(entering_ids):
+            SegmentMembership.objects.filter(segment_id=segment.id, contact_id__in=chunk).update(
+                exited_at=None, entered_at=now
+            )
+            SegmentMembership.objects.bulk_create(
+                [SegmentMembership(segment_id=segment.id, contact_id=cid, entered_at=now) for cid in chunk],
+                ignore_conflicts=True,
+            )
+            _record_moves(segment, chunk, f"segment.{slug}.entry")
+        for chunk in _chunks(exiting_ids):
+            SegmentMembership.objects.filter(segment_id=segment.id, contact_id__in=chunk).update(exited_at=now)
+            _record_moves(segment, chunk, f"segment.{slug}.exit")
         segment.member_count = current.count()
         segment.save(update_fields=["member_count"])
-    return ComputeResult(added=len(entering), removed=len(exiting), total=segment.member_count)
+    return ComputeResult(added=len(entering_ids), removed=len(exiting_ids), total=segment.member_count)
+
+
+# Memory stays bounded whatever the size of the move: ids are held, contacts are loaded a chunk at a time.
+COMPUTE_CHUNK = 2000
+
+
+def _chunks(ids: list) -> list[list]:
+    return [ids[start : start + COMPUTE_CHUNK] for start in range(0, len(ids), COMPUTE_CHUNK)]
+
+
+def _record_moves(segment: Segment, contact_ids: list, name: str) -> None:
+    data = {"segmentId": str(segment.id), "segmentName": segment.name}
+    contacts = Contact.objects.filter(pk__in=contact_ids)
+    events_record_bulk(project=segment.project, items=[(c, name, data) for c in contacts])
 
 
 # A claim older than this belongs to a worker that died: the next run may take the segment over.

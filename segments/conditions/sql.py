@@ -160,6 +160,10 @@ class _Readings:
     def regex(self, pattern: str) -> str:
         return f"^{pattern}{self.anchor}"
 
+    def containment(self, value) -> tuple[str, list] | None:
+        """An index-friendly superset test of "the value at the path equals `value`", or None."""
+        return None
+
 
 class _SQLITE(_Readings):
     anchor = r"\Z"  # Python's re: `$` would also match before a trailing newline
@@ -218,6 +222,13 @@ class _POSTGRES(_Readings):
     def matches(self, text_sql: str) -> str:
         return f"{text_sql} ~ %s"
 
+    def containment(self, value):
+        # `data @> '{"plan": "pro"}'` can use a GIN index on data; the exact predicate is still ANDed after it.
+        nested = value
+        for key in reversed(self.path):
+            nested = {key: nested}
+        return f"({self.column} @> %s::jsonb)", [json.dumps(nested)]
+
     def position(self, text_sql: str) -> str:
         return f"strpos({text_sql}, %s)"
 
@@ -233,6 +244,9 @@ def _predicate(r: _Readings, operator: str, value) -> tuple[str, list]:
         return f"({number_sql} {_COMPARE[operator]} %s)", [*number_params, as_number(value)]
     if operator in ("equals", "notEquals"):
         sql, params = _equals(r, value)
+        hint = r.containment(value) if operator == "equals" and not DATE_ONLY.fullmatch(str(value)) else None
+        if hint:
+            return f"({hint[0]} AND {sql})", [*hint[1], *params]
     else:  # contains, notContains: case-sensitive substring of a string value
         text_sql, text_params = r.text()
         sql = f"({type_sql} = 'string' AND {r.position(text_sql)} > 0)"

@@ -74,3 +74,15 @@ def test_slug_falls_back_to_the_id(secret_client, project):
     ).json()
     compute(secret_client, segment)
     assert events(f"segment.{segment['id']}.entry") == ["ann@example.test"]
+
+
+def test_compute_works_in_chunks(secret_client, project, monkeypatch):
+    monkeypatch.setattr("segments.services.COMPUTE_CHUNK", 2)
+    for index in range(5):
+        Contact.objects.create(project=project.project, email=f"c{index}@example.test", data={"plan": "pro"})
+    segment = create(secret_client, name="Chunked", trackMembership=True).json()
+    assert compute(secret_client, segment).json() == {"added": 5, "removed": 0, "total": 5}
+    assert len(events("segment.chunked.entry")) == 5
+    Contact.objects.update(data={})
+    assert compute(secret_client, segment).json() == {"added": 0, "removed": 5, "total": 0}
+    assert len(events("segment.chunked.exit")) == 5
