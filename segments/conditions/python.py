@@ -1,7 +1,6 @@
 """Evaluation of a validated condition for one contact in Python (workflows, incremental membership). It follows
 the SQL compiler rule for rule; tests/test_conditions_property.py checks that both agree."""
 
-import re
 from collections.abc import Iterable
 from datetime import datetime
 
@@ -11,8 +10,8 @@ from segments.conditions.spec import (
     ACTIVITIES,
     DATE_ONLY,
     age_threshold,
+    as_instant,
     as_number,
-    day_pattern,
     parse_field,
     parse_instant,
 )
@@ -61,6 +60,9 @@ def _filter(filter_: dict, contact, now: datetime, cache: dict) -> bool:
     if field.kind == "date":
         return _date(getattr(contact, field.column), operator, filter_, now)
     if field.kind == "data":
+        if operator in ("within", "olderThan"):
+            moment = as_instant(_lookup(contact.data, field.path))
+            return moment is not None and _date(moment, operator, filter_, now)
         return _data(_lookup(contact.data, field.path), operator, value)
     if field.kind == "segment":
         hit = _member(field.name, contact, now, cache)
@@ -120,7 +122,9 @@ def _equals(found, value) -> bool:
     if not isinstance(found, str):
         return False
     if DATE_ONLY.fullmatch(value):
-        return re.fullmatch(day_pattern(value), found) is not None
+        start, end = parse_instant(value)
+        moment = as_instant(found)
+        return moment is not None and start <= moment < end
     return found == value
 
 

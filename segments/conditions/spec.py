@@ -28,7 +28,7 @@ FIELD_OPERATORS = {
     "email": (*EQUALITY, *TEXT),
     "subscribed": EQUALITY,
     "date": (*EQUALITY, *COMPARISON, *AGE),
-    "data": (*EQUALITY, *TEXT, *COMPARISON, *PRESENCE),
+    "data": (*EQUALITY, *TEXT, *COMPARISON, *PRESENCE, *AGE),
     "event": TRIGGER,
     "activity": TRIGGER,
     "segment": MEMBERSHIP,
@@ -46,10 +46,24 @@ DATETIME = re.compile(
 )
 
 
-def day_pattern(day: str) -> str:
-    """Strings that fall on the UTC day `day`: the date itself, or a datetime of that date written in UTC (`Z`,
-    `+00:00` or no offset). A datetime with another offset is not matched (see docs/segments.md)."""
-    return day + r"([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?(Z|[+]00:?00)?)?"
+# A date or datetime string in contact data that the three engines (Python, SQLite, PostgreSQL) read the same way:
+# ranges checked here, day-of-month checked by each engine (2026-02-30 is not a date), at most millisecond
+# precision (SQLite keeps no more), no offset meaning UTC.
+INSTANT_PATTERN = (
+    r"[1-9][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+    r"([T ]([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\.[0-9]{1,3})?)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])?)?"
+)
+
+
+def as_instant(value) -> datetime | None:
+    """The UTC instant a data value spells (a string matching INSTANT_PATTERN that is a real date), else None."""
+    if not isinstance(value, str) or not re.fullmatch(INSTANT_PATTERN, value):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ selected by the caller). Runs on SQLite and PostgreSQL; JSON semantics are writt
 so that both databases, and the Python evaluator, give the same answers."""
 
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.apps import apps
 from django.db.models import BooleanField, Exists, Expression, F, OuterRef, Q
@@ -11,11 +11,11 @@ from django.db.models import BooleanField, Exists, Expression, F, OuterRef, Q
 from contacts.models import Contact, Event
 from segments.conditions.spec import (
     DATE_ONLY,
+    INSTANT_PATTERN,
     NUMERIC_PATTERN,
     UNITS,
     age_threshold,
     as_number,
-    day_pattern,
     parse_field,
     parse_instant,
 )
@@ -54,6 +54,8 @@ def _filter_q(filter_: dict, now: datetime) -> Q:
     if field.kind == "date":
         return _date_q(field.column, operator, filter_, now)
     if field.kind == "data":
+        if operator in ("within", "olderThan"):
+            value = age_threshold(filter_, now)
         return Q(DataPredicate(field.path, operator, value))
     if field.kind == "activity":
         return _activity_q(field.column, operator, filter_, now)
@@ -194,6 +196,18 @@ class _SQLITE(_Readings):
     def matches(self, text_sql: str) -> str:
         return f"{text_sql} REGEXP %s"
 
+    def instant(self):
+        """Normalised UTC text `YYYY-MM-DD HH:MM:SS.SSS` (compares like the instant), or NULL."""
+        t, v, p = f"json_type({self.column}, %s)", f"json_extract({self.column}, %s)", self.json_path
+        sql = (
+            f"(CASE WHEN {t} = 'text' AND {v} REGEXP %s AND date(substr({v}, 1, 10), '+0 days') = substr({v}, 1, 10) "
+            f"THEN strftime('%%Y-%%m-%%d %%H:%%M:%%f', {v}) END)"
+        )
+        return sql, [p, p, self.regex(INSTANT_PATTERN), p, p, p]
+
+    def instant_param(self, moment: datetime):
+        return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d}"
+
     def position(self, text_sql: str) -> str:
         return f"instr({text_sql}, %s)"
 
@@ -222,6 +236,24 @@ class _POSTGRES(_Readings):
     def matches(self, text_sql: str) -> str:
         return f"{text_sql} ~ %s"
 
+    def instant(self):
+        v, p = self._value()
+        txt = f"({v} #>> '{{}}')"
+        # Nested CASEs fix the order: the casts run only on strings that passed the pattern (PostgreSQL may
+        # evaluate AND operands in any order, and a failed cast is an error, not NULL).
+        valid_day = (
+            f"to_char((substr({txt}, 1, 7) || '-01')::date + (substr({txt}, 9, 2)::int - 1), 'YYYY-MM-DD')"
+            f" = substr({txt}, 1, 10)"
+        )
+        sql = (
+            f"(CASE WHEN jsonb_typeof({v}) = 'string' AND {txt} ~ %s THEN "
+            f"CASE WHEN {valid_day} THEN {txt}::timestamptz END END)"
+        )
+        return sql, [*p, *p, self.regex(INSTANT_PATTERN), *p, *p, *p, *p]
+
+    def instant_param(self, moment: datetime):
+        return moment
+
     def containment(self, value):
         # `data @> '{"plan": "pro"}'` can use a GIN index on data; the exact predicate is still ANDed after it.
         nested = value
@@ -239,6 +271,10 @@ def _predicate(r: _Readings, operator: str, value) -> tuple[str, list]:
         return f"({type_sql} IS NOT NULL AND {type_sql} <> 'null')", [*type_params, *type_params]
     if operator == "notExists":
         return f"({type_sql} IS NULL OR {type_sql} = 'null')", [*type_params, *type_params]
+    if operator in ("within", "olderThan"):
+        instant_sql, instant_params = r.instant()
+        comparison = ">=" if operator == "within" else "<"
+        return f"({instant_sql} {comparison} %s)", [*instant_params, r.instant_param(value)]
     if operator in _COMPARE:
         number_sql, number_params = r.number()
         return f"({number_sql} {_COMPARE[operator]} %s)", [*number_params, as_number(value)]
@@ -266,8 +302,11 @@ def _equals(r: _Readings, value) -> tuple[str, list]:
         return f"({type_sql} = 'number' AND {number_sql} = %s)", [*type_params, *number_params, float(value)]
     text_sql, text_params = r.text()
     if DATE_ONLY.fullmatch(value):
-        pattern = r.regex(day_pattern(value))  # digits and hyphens only: nothing to escape
-        return f"({type_sql} = 'string' AND {r.matches(text_sql)})", [*type_params, *text_params, pattern]
+        # The whole UTC day: any date or datetime string whose instant falls in it.
+        start, end = parse_instant(value)
+        instant_sql, instant_params = r.instant()
+        sql = f"({instant_sql} >= %s AND {instant_sql} < %s)"
+        return sql, [*instant_params, r.instant_param(start), *instant_params, r.instant_param(end)]
     return f"({type_sql} = 'string' AND {text_sql} = %s)", [*type_params, *text_params, value]
 
 

@@ -189,6 +189,8 @@ def _value(filter_: dict, kind: str, operator: str, path: str, errors: _Errors) 
             errors.add(at, "Expected a number (or a string that spells one)", "invalid_type", json_type(value))
     elif not isinstance(value, str | int | float):
         errors.add(at, "Expected a string, number or boolean", "invalid_type", json_type(value))
+    elif isinstance(value, str) and DATE_ONLY.fullmatch(value) and not _parses(value):
+        errors.add(at, "Not a real date: a YYYY-MM-DD value must name an existing day", "invalid_string", value)
 
 
 def _parses(value: str) -> bool:

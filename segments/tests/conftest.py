@@ -13,12 +13,46 @@ def people(project, other_project):
     """Contacts whose data covers the edge cases decisions.md names: "", 0, false, null, missing keys, numeric
     strings, dates and nested objects. Returned by short name."""
     rows = {
-        "ann": {"plan": "pro", "age": 30, "score": "42", "vip": True, "signup": "2026-01-05", "tags": ["a"]},
-        "bob": {"plan": "Pro", "age": "31", "score": 7.5, "vip": False, "signup": "2026-01-05T23:59:59Z"},
-        "cat": {"plan": "", "age": 0, "score": "x42", "vip": None, "signup": "2026-01-06T00:00:00+00:00"},
-        "dan": {"plan": None, "address": {"city": "Oslo", "zip": "0150"}, "signup": "2026-01-05T10:00:00+02:00"},
+        "ann": {
+            "plan": "pro",
+            "age": 30,
+            "score": "42",
+            "vip": True,
+            "signup": "2026-01-05",
+            "tags": ["a"],
+            "seen": "2026-11-22T11:00:00Z",
+        },
+        "bob": {
+            "plan": "Pro",
+            "age": "31",
+            "score": 7.5,
+            "vip": False,
+            "signup": "2026-01-05T23:59:59Z",
+            "seen": "2026-11-19T14:00:00+02:00",
+        },
+        "cat": {
+            "plan": "",
+            "age": 0,
+            "score": "x42",
+            "vip": None,
+            "signup": "2026-01-06T00:00:00+00:00",
+            "seen": "2026-02-30T10:00:00Z",
+        },
+        "dan": {
+            "plan": None,
+            "address": {"city": "Oslo", "zip": "0150"},
+            "signup": "2026-01-05T10:00:00+02:00",
+            "seen": 5,
+        },
         "eve": {},
-        "fay": {"plan": "promo", "age": 5, "address": {"city": "oslo"}, "vip": 1},
+        "fay": {
+            "plan": "promo",
+            "age": 5,
+            "address": {"city": "oslo"},
+            "vip": 1,
+            "signup": "2026-01-06T01:00:00+02:00",
+            "seen": "2026-11-22 11:30",
+        },
     }
     made = {}
     for index, (name, data) in enumerate(rows.items()):

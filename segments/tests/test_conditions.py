@@ -63,9 +63,17 @@ CASES = [
     (one("data.address.city", "equals", "Oslo"), {"dan"}),
     (one("data.address.zip", "equals", "0150"), {"dan"}),
     (one("data.tags.0", "equals", "a"), set()),  # paths do not index arrays
-    # a YYYY-MM-DD value matches the whole UTC day
-    (one("data.signup", "equals", "2026-01-05"), {"ann", "bob"}),
+    # a YYYY-MM-DD value matches the whole UTC day, offsets converted
+    (one("data.signup", "equals", "2026-01-05"), {"ann", "bob", "dan", "fay"}),
     (one("data.signup", "equals", "2026-01-06"), {"cat"}),
+    (one("data.signup", "notEquals", "2026-01-06"), {"ann", "bob", "dan", "fay"}),
+    (one("data.seen", "equals", "2026-02-28"), set()),
+    # within / olderThan on data dates (2026-02-30 is not a date; 5 is not a date)
+    (one("data.seen", "within", 2, "days"), {"ann", "fay"}),
+    (one("data.seen", "within", 45, "minutes"), {"fay"}),
+    (one("data.seen", "olderThan", 2, "days"), {"bob"}),
+    (one("data.seen", "olderThan", 1, "hours"), {"bob"}),
+    (one("data.signup", "olderThan", 300, "days"), {"ann", "bob", "cat", "dan", "fay"}),
     # negative operators never match a missing key (null counts as present)
     (one("data.plan", "notEquals", "pro"), {"bob", "cat", "dan", "fay"}),
     (one("data.address.city", "notEquals", "Oslo"), {"fay"}),
@@ -200,6 +208,8 @@ BAD = [
     ),
     (f(field="createdAt", operator="equals", value="2026-02-30"), "condition.groups.0.filters.0.value", "YYYY-MM-DD"),
     (f(field="data.plan", operator="equals"), "condition.groups.0.filters.0.value", "Required"),
+    (f(field="data.day", operator="equals", value="2026-02-30"), "condition.groups.0.filters.0.value", "real date"),
+    (f(field="data.day", operator="within", value=2), "condition.groups.0.filters.0.unit", "days, hours"),
     (
         f(field="data.plan", operator="equals", value={"a": 1}),
         "condition.groups.0.filters.0.value",

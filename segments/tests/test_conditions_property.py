@@ -10,7 +10,29 @@ from segments.conditions import condition_matches, condition_q, condition_valida
 from segments.tests.conftest import NOW
 
 SCALARS = st.sampled_from(
-    ["", "pro", "Pro", "42", "-3.5", "x1", "2026-01-05", "2026-01-05T08:00:00Z", 0, 1, 42, -3.5, 2.5, True, False, None]
+    [
+        "",
+        "pro",
+        "Pro",
+        "42",
+        "-3.5",
+        "x1",
+        "2026-01-05",
+        "2026-01-05T08:00:00Z",
+        "2026-01-05T23:30:00-02:00",
+        "2026-01-04 23:00",
+        "2026-02-30",
+        "2026-11-21T12:00:00.5+01:00",
+        "2026-11-22T10:00:00Z",
+        0,
+        1,
+        42,
+        -3.5,
+        2.5,
+        True,
+        False,
+        None,
+    ]
 )
 VALUES = st.one_of(SCALARS, st.fixed_dictionaries({}, optional={"k": SCALARS}), st.just([1, "a"]))
 KEYS = ("a", "b")
@@ -25,7 +47,7 @@ def filters():
             lambda f, o, v: {"field": f, "operator": o, "value": v},
             FIELDS,
             st.sampled_from(["equals", "notEquals"]),
-            SCALARS.filter(lambda v: v is not None),
+            SCALARS.filter(lambda v: v is not None and v != "2026-02-30"),
         ),
         st.builds(
             lambda f, o, v: {"field": f, "operator": o, "value": v},
@@ -40,6 +62,13 @@ def filters():
             COMPARABLE,
         ),
         st.builds(lambda f, o: {"field": f, "operator": o}, FIELDS, st.sampled_from(["exists", "notExists"])),
+        st.builds(
+            lambda f, o, v, u: {"field": f, "operator": o, "value": v, "unit": u},
+            FIELDS,
+            st.sampled_from(["within", "olderThan"]),
+            st.integers(1, 48),
+            st.sampled_from(["hours", "days"]),
+        ),
     )
     other = st.one_of(
         st.builds(lambda v: {"field": "subscribed", "operator": "equals", "value": v}, st.booleans()),
