@@ -71,7 +71,23 @@ def filters():
         ),
     )
     other = st.one_of(
-        st.builds(lambda v: {"field": "subscribed", "operator": "equals", "value": v}, st.booleans()),
+        st.builds(
+            lambda o, v: {"field": "subscribed", "operator": o, "value": v},
+            st.sampled_from(["equals", "notEquals"]),
+            st.booleans(),
+        ),
+        st.builds(
+            lambda o, v: {"field": "email", "operator": o, "value": v},
+            st.sampled_from(["equals", "notEquals", "notContains"]),
+            st.sampled_from(["C0@example.test", "c1@EXAMPLE.test", "c2", "%"]),
+        ),
+        st.builds(
+            lambda o, v: {"field": "createdAt", "operator": o, "value": v},
+            st.sampled_from(
+                ["equals", "notEquals", "greaterThan", "lessThan", "greaterThanOrEqual", "lessThanOrEqual"]
+            ),
+            st.sampled_from(["2026-11-12", "2026-11-20", "2026-11-12T11:53:00Z", "2026-11-02T11:53:00.000+00:00"]),
+        ),
         st.builds(lambda v: {"field": "email", "operator": "contains", "value": v}, st.sampled_from(["0", "C1", "@"])),
         st.builds(
             lambda o, v: {"field": "createdAt", "operator": o, "value": v, "unit": "days"},
