@@ -81,7 +81,8 @@ def parse_field(field: str) -> Field | None:
         return Field("date", column=DATE_FIELDS[field])
     if field.startswith("data."):
         path = tuple(field[len("data.") :].split("."))
-        if all(path):
+        # SQLite's JSON paths cannot address a key with a double quote or a backslash: refused in every engine.
+        if all(path) and not any('"' in key or "\\" in key for key in path):
             return Field("data", path=path)
         return None
     if field.startswith("email."):

@@ -13,7 +13,6 @@ from segments.conditions.spec import (
     DATE_ONLY,
     INSTANT_PATTERN,
     NUMERIC_PATTERN,
-    UNITS,
     age_threshold,
     as_number,
     parse_field,
@@ -310,4 +309,4 @@ def _equals(r: _Readings, value) -> tuple[str, list]:
     return f"({type_sql} = 'string' AND {text_sql} = %s)", [*type_params, *text_params, value]
 
 
-__all__ = ["UNITS", "DataPredicate", "condition_q"]
+__all__ = ["DataPredicate", "condition_q"]

@@ -219,6 +219,8 @@ BAD = [
     (f(field="subscribed", operator="equals", value="yes"), "condition.groups.0.filters.0.value", "boolean"),
     (f(field="data.", operator="exists"), "condition.groups.0.filters.0.field", "data.<path>"),
     (f(field="data.a..b", operator="exists"), "condition.groups.0.filters.0.field", "data.<path>"),
+    (f(field='data.a"b', operator="exists"), "condition.groups.0.filters.0.field", "data.<path>"),
+    (f(field="data.a\\b", operator="exists"), "condition.groups.0.filters.0.field", "data.<path>"),
     (f(field="name", operator="exists"), "condition.groups.0.filters.0.field", "event.<name>"),
     (f(field="email.read", operator="triggered"), "condition.groups.0.filters.0.field", "email.<sent|delivered"),
     (f(field="email.sent", operator="equals", value="x"), "condition.groups.0.filters.0.operator", "triggered"),
