@@ -25,4 +25,11 @@ BEAT_SCHEDULE = {
         "schedule": timedelta(minutes=1),
         "options": {"expires": 50},
     },
+    # Segments: recompute tracked dynamic segments (entry/exit events) and refresh every cached member count, in
+    # bounded batches, stalest first; each segment is claimed, so two runs never work on the same one.
+    "refresh-segments": {
+        "task": "segments.tasks.segments_refresh_due_task",
+        "schedule": timedelta(minutes=5),
+        "options": {"expires": 4 * 60},
+    },
 }

@@ -15,6 +15,7 @@ from contacts.models import Contact
 from contacts.services import contact_upsert, events_record_bulk, normalize_email
 from segments.conditions import condition_validate
 from segments.models import Segment, SegmentMembership, SegmentType
+from segments.receivers import forget_tracked
 from segments.selectors import segment_members, segments_referencing
 
 UNSET = object()
@@ -62,6 +63,7 @@ def segment_create(
     segment.full_clean()
     segment.member_count = segment_count(segment=segment)
     segment.save()
+    forget_tracked(segment.project_id)
     return segment
 
 
@@ -85,6 +87,7 @@ def segment_update(
         fields.append("member_count")
     segment.updated_at = timezone.now()
     segment.save(update_fields=[*fields, "updated_at"])
+    forget_tracked(segment.project_id)
     return segment
 
 
@@ -102,6 +105,7 @@ def segment_delete(*, segment: Segment) -> None:
                 details={"segmentId": str(segment.id)},
             )
     segment.delete()
+    forget_tracked(segment.project_id)
 
 
 def segment_refresh(*, segment: Segment) -> Segment:

@@ -15,11 +15,11 @@ SEGMENT_TASK_OPTIONS = {"acks_late": True, "ignore_result": True}
 
 
 def refresh_interval() -> timedelta:
-    return timedelta(minutes=getattr(settings, "SEGMENT_REFRESH_MINUTES", 5))
+    return timedelta(minutes=settings.SEGMENT_REFRESH_MINUTES)
 
 
 def refresh_batch() -> int:
-    return getattr(settings, "SEGMENT_REFRESH_BATCH", 500)
+    return settings.SEGMENT_REFRESH_BATCH
 
 
 @shared_task(**SEGMENT_TASK_OPTIONS)

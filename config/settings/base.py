@@ -164,7 +164,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {},
+    "ENUM_NAME_OVERRIDES": {"SegmentTypeEnum": "segments.models.SegmentType"},
     "APPEND_COMPONENTS": {},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
@@ -296,3 +296,11 @@ DELIVERY_BATCH_SIZE = env.int("DELIVERY_BATCH_SIZE", default=50)
 SEND_RATE_PER_PROJECT_PER_SECOND = env.float("SEND_RATE_PER_PROJECT_PER_SECOND", default=0)
 # A mailbox for `List-Unsubscribe: <mailto:...>` besides the https link; empty = https only.
 UNSUBSCRIBE_MAILBOX = env.str("UNSUBSCRIBE_MAILBOX", default="")
+
+# Segments
+# How often tracked segments are recomputed and counts refreshed (the beat entry runs every 5 minutes and takes
+# the segments whose last run is older than this), and how many per run.
+SEGMENT_REFRESH_MINUTES = env.int("SEGMENT_REFRESH_MINUTES", default=5)
+SEGMENT_REFRESH_BATCH = env.int("SEGMENT_REFRESH_BATCH", default=500)
+# A contact's tracked segments are re-evaluated at most once per this many seconds after its events.
+SEGMENT_REEVALUATE_DEBOUNCE_SECONDS = env.int("SEGMENT_REEVALUATE_DEBOUNCE_SECONDS", default=5)
