@@ -57,6 +57,15 @@ def _announce(project: Project, events: list[Event]) -> None:
     transaction.on_commit(send)
 
 
+def _announce_changed(project_id, contact_id) -> None:
+    from contacts.signals import contacts_changed
+
+    if contacts_changed.has_listeners(Contact):
+        transaction.on_commit(
+            lambda: contacts_changed.send(sender=Contact, project_id=project_id, contact_ids=[contact_id])
+        )
+
+
 def event_record(*, project: Project, contact: Contact, name: str, data: dict | None = None, email_id=None) -> Event:
     """Record one event (tracked or system) and announce it after commit."""
     event = Event.objects.create(project=project, contact=contact, name=name, data=data or {}, email_id=email_id)
@@ -208,6 +217,7 @@ def contact_upsert(
             data=changes.apply({}),
         )
         if _insert_if_absent(contact):
+            _announce_changed(project.id, contact.id)
             return UpsertResult(contact=contact, created=True, changed=True, variables=changes.variables)
         # Inserted concurrently by another request since our SELECT: continue as an update of that row.
         contact = Contact.objects.select_for_update().get(project=project, email=email)
@@ -222,6 +232,8 @@ def contact_upsert(
     if fields:
         contact.updated_at = timezone.now()
         contact.save(update_fields=[*fields, "updated_at"])
+    if "data" in fields:
+        _announce_changed(project.id, contact.id)
     return UpsertResult(contact=contact, created=False, changed=bool(fields), variables=changes.variables)
 
 
@@ -254,6 +266,8 @@ def contact_update(
             raise Conflict(
                 f'A contact with email "{contact.email}" already exists', details={"field": "email"}
             ) from None
+    if "data" in fields or "email" in fields:
+        _announce_changed(contact.project_id, contact.id)
     return contact
 
 

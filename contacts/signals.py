@@ -8,9 +8,14 @@ nothing, and receivers may enqueue Celery tasks that read the rows):
   for a single event); each event has `.contact` loaded. Connect to this one for set-based work.
 
 A receiver connects to one of the two, never both, or it sees every event twice.
+
+- `contacts_changed(sender=Contact, project, contact_ids)`: after commit, when a single-contact write (create,
+  POST /contacts, PATCH, /v1/track, /v1/send) changed contacts' email or data. Subscription changes are events
+  and arrive through the two signals above. CSV imports do not send it (the periodic segment compute covers them).
 """
 
 from django.dispatch import Signal
 
 event_recorded = Signal()
 events_recorded = Signal()
+contacts_changed = Signal()

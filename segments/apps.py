@@ -13,7 +13,9 @@ class SegmentsConfig(AppConfig):
         register_field_usage("segments", segments_using_field)
         register_event_usage("segments", segments_using_event)
 
-        from contacts.signals import events_recorded
-        from segments.receivers import on_events_recorded
+        from contacts.models import Contact
+        from contacts.signals import contacts_changed, events_recorded
+        from segments.receivers import on_contacts_changed, on_events_recorded
 
         events_recorded.connect(on_events_recorded, dispatch_uid="segments.on_events_recorded")
+        contacts_changed.connect(on_contacts_changed, sender=Contact, dispatch_uid="segments.on_contacts_changed")

@@ -39,12 +39,21 @@ def on_events_recorded(sender, project, events, **kwargs) -> None:
     2. Nothing to do unless the project has a tracked dynamic segment (memoised per process for a few seconds).
     3. Per contact, queue one re-evaluation per debounce window: a burst of events costs one run, which reads
        the state at its end."""
-    from segments.tasks import segment_contact_reevaluate_task
-
     contact_ids = {event.contact_id for event in events if not event.name.startswith("segment.")}
     if not contact_ids:
         return
-    if not _has_tracked_segments(project.id):
+    _queue_reevaluation(project.id, contact_ids)
+
+
+def on_contacts_changed(sender, project_id, contact_ids, **kwargs) -> None:
+    """A contact was created or its email or data changed: the same debounced re-evaluation as for events."""
+    _queue_reevaluation(project_id, set(contact_ids))
+
+
+def _queue_reevaluation(project_id, contact_ids: set) -> None:
+    from segments.tasks import segment_contact_reevaluate_task
+
+    if not _has_tracked_segments(project_id):
         return
     delay = debounce_seconds()
     for contact_id in contact_ids:

@@ -45,3 +45,17 @@ def test_other_projects_segments_are_not_touched(secret_client, other_client, dj
         secret_client.post("/events/track", {"email": "ann@example.test", "event": "purchase"}, format="json")
     assert names() == []
     assert not SegmentMembership.objects.filter(segment_id=theirs["id"]).exists()
+
+
+PLAN_PRO = {"logic": "AND", "groups": [{"filters": [{"field": "data.plan", "operator": "equals", "value": "pro"}]}]}
+
+
+def test_a_data_change_enters_and_leaves_the_segment(secret_client, project, django_capture_on_commit_callbacks):
+    segment = create(secret_client, name="Pro plan", condition=PLAN_PRO, trackMembership=True).json()
+    with django_capture_on_commit_callbacks(execute=True):
+        created = secret_client.post("/contacts", {"email": "ann@example.test", "data": {"plan": "pro"}}, format="json")
+    assert names() == ["segment.pro-plan.entry"]
+    with django_capture_on_commit_callbacks(execute=True):
+        secret_client.patch(f"/contacts/{created.json()['id']}", {"data": {"plan": "free"}}, format="json")
+    assert names() == ["segment.pro-plan.entry", "segment.pro-plan.exit"]
+    assert Segment.objects.get(pk=segment["id"]).member_count == 0
