@@ -55,9 +55,9 @@ def cached_project(digest: str) -> Project | str | None:
         return entry
     values = dict(zip(FIELDS, entry, strict=True))
     values["id"] = uuid.UUID(values["id"])
-    project = Project(**values)
-    project._state.adding = False
-    project._state.db = "default"
+    # Built as if loaded from the database with only these columns: any other field (tracking mode, ...) is
+    # deferred and read fresh from the database on first access, never a silent default.
+    project = Project.from_db("default", list(FIELDS), [values[name] for name in FIELDS])
     return project
 
 

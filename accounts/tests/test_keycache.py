@@ -52,3 +52,13 @@ def test_a_deleted_project_stops_authenticating(project, secret_client, admin_us
     client.force_login(admin_user)
     client.post(f"/admin/accounts/project/{project.id}/delete/", {"post": "yes"})
     assert secret_client.get("/probe/secret").json()["error"]["code"] == "UNAUTHORIZED"
+
+
+def test_fields_outside_the_cache_are_read_fresh_not_defaulted(project):
+    from accounts.models import Project
+    from accounts.selectors import api_key_lookup
+
+    api_key_lookup(token=project.keys.secret_key)  # fills the cache
+    Project.objects.filter(pk=project.id).update(tracking_mode=Project.TrackingMode.DISABLED)
+    cached = api_key_lookup(token=project.keys.secret_key).project
+    assert cached.tracking_mode == Project.TrackingMode.DISABLED
