@@ -20,7 +20,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.serve import BIN, PG, PYTHON, ROOT, bench_env, fresh_database, machine, manage
+from bench.serve import PG, PYTHON, ROOT, bench_env, fresh_database, machine, manage
 
 SINK_PORT = 2526
 PARAGRAPH = (
@@ -90,24 +90,10 @@ def run_herald(count: int, concurrency: int) -> dict:
 
     subprocess.run(["redis-cli", "-n", "15", "FLUSHDB"], check=True, capture_output=True)
     ids = [str(i) for i in Email.objects.order_by("created_at").values_list("id", flat=True)]
-    worker = subprocess.Popen(
-        [
-            str(BIN / "celery"),
-            "-A",
-            "config",
-            "worker",
-            "--loglevel",
-            "WARNING",
-            "--concurrency",
-            str(concurrency),
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-        ],
-        cwd=ROOT,
-        env=env,
-    )
-    try:
+    # The integration tests' worker launcher: same options, pointed at this database and the sink.
+    from config.tests.processes import celery_worker
+
+    with celery_worker(concurrency=concurrency, EMAIL_URL=env["EMAIL_URL"], CACHE_URL=env["CACHE_URL"]):
         time.sleep(4)  # worker start-up is not delivery
         size = settings.DELIVERY_BATCH_SIZE
         started = time.perf_counter()
@@ -122,9 +108,6 @@ def run_herald(count: int, concurrency: int) -> dict:
                 break
             time.sleep(0.25)
         elapsed = time.perf_counter() - started
-    finally:
-        worker.terminate()
-        worker.wait(timeout=30)
     statuses = dict(Email.objects.values_list("status").annotate(n=__import__("django").db.models.Count("id")))
     return {
         "sent": sent,
