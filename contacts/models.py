@@ -50,6 +50,12 @@ class Event(models.Model):
             models.Index(fields=["project", "created_at", "id"], name="event_project_created"),
             models.Index(fields=["contact", "created_at", "id"], name="event_contact_created"),
             models.Index(fields=["project", "name", "created_at"], name="event_project_name_created"),
+            # The activity feed filtered by email: only email.* events carry one.
+            models.Index(
+                fields=["email_id", "created_at", "id"],
+                condition=models.Q(email_id__isnull=False),
+                name="event_email_created",
+            ),
         ]
 
     def __str__(self) -> str:

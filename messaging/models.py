@@ -115,7 +115,35 @@ class Email(models.Model):
             models.Index(fields=["status", "claimed_at"], name="email_status_claimed"),
             models.Index(fields=["contact", "created_at"], name="email_contact_created"),
             models.Index(fields=["template"], name="email_template"),
+            # Retention: only rows that still hold a rendered body, oldest first, so a sweep never rereads the
+            # rows it already cleared.
+            models.Index(fields=["created_at"], name="email_body_kept_created", condition=~models.Q(html="")),
         ]
 
     def __str__(self) -> str:
         return f"{self.subject} -> {self.to_email}"
+
+
+class EmailStatsHour(models.Model):
+    """Per project and UTC hour, how many emails were sent, delivered, opened, clicked, bounced, complained about
+    and failed, each email counted once per kind at its first occurrence. Maintained incrementally from the
+    `email.*` events (`messaging.insights.rollup`) and rebuilt from the email rows by `rebuild_email_stats`; the
+    dashboards read it instead of counting emails."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)
+    hour = models.DateTimeField()
+    sent = models.PositiveIntegerField(default=0)
+    delivered = models.PositiveIntegerField(default=0)
+    opened = models.PositiveIntegerField(default=0)
+    clicked = models.PositiveIntegerField(default=0)
+    bounced = models.PositiveIntegerField(default=0)
+    complained = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        # The target of the increments' ON CONFLICT, and the index of every range read (project first).
+        constraints = [models.UniqueConstraint(fields=["project", "hour"], name="emailstatshour_project_hour")]
+        verbose_name_plural = "email stats (hourly)"
+
+    def __str__(self) -> str:
+        return f"{self.project_id} {self.hour:%Y-%m-%d %H:00}"
