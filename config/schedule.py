@@ -32,4 +32,11 @@ BEAT_SCHEDULE = {
         "schedule": timedelta(minutes=5),
         "options": {"expires": 4 * 60},
     },
+    # Retention: rendered bodies older than EMAIL_BODY_RETENTION_DAYS are emptied, in bounded batches so one run
+    # never holds locks for long; a backlog (first run, long outage) drains over successive runs.
+    "clear-old-email-bodies": {
+        "task": "messaging.tasks.clear_old_email_bodies_task",
+        "schedule": timedelta(hours=1),
+        "options": {"expires": 50 * 60},
+    },
 }

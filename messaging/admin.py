@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.utils.html import format_html
 
-from messaging.models import AttachmentBundle, Email, Template
+from messaging.models import AttachmentBundle, Email, EmailStatsHour, Template
 from messaging.tasks import deliver_emails_task
 
 
@@ -62,3 +62,25 @@ class AttachmentBundleAdmin(admin.ModelAdmin):
     list_display = ["id", "project", "total_bytes", "created_at"]
     raw_id_fields = ["project"]
     exclude = ["items"]
+
+
+@admin.register(EmailStatsHour)
+class EmailStatsHourAdmin(admin.ModelAdmin):
+    """Read-only: the counts are derived data (rebuild them with `manage.py rebuild_email_stats`)."""
+
+    list_display = ["hour", "project", "sent", "delivered", "opened", "clicked", "bounced", "complained", "failed"]
+    list_filter = ["project", ("hour", admin.DateFieldListFilter)]
+    search_fields = ["=project__id", "project__name"]
+    list_select_related = ["project"]
+    date_hierarchy = "hour"
+    ordering = ["-hour"]
+    show_full_result_count = False
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

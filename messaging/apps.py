@@ -6,4 +6,9 @@ class MessagingConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
+        from contacts.signals import events_recorded
         from messaging import registrations  # noqa: F401 - usage finders for domains and contact fields
+        from messaging.insights import activity  # noqa: F401 - registers the events as an activity source
+        from messaging.insights.rollup import on_events_recorded
+
+        events_recorded.connect(on_events_recorded, dispatch_uid="messaging.email_stats")

@@ -1,6 +1,8 @@
 from celery import shared_task
+from django.conf import settings
 
 from messaging.delivery import emails_deliver, emails_sweep
+from messaging.insights.retention import email_bodies_clear
 
 # acks_late + reject_on_worker_lost: a worker killed mid-batch leaves its message on the broker for another
 # worker; the claim makes the redelivery harmless for rows that were already sent.
@@ -21,3 +23,10 @@ def sweep_emails_task() -> int:
     for start in range(0, len(overdue), 50):
         deliver_emails_task.delay([str(i) for i in overdue[start : start + 50]])
     return len(overdue)
+
+
+@shared_task(ignore_result=True)
+def clear_old_email_bodies_task() -> int:
+    return email_bodies_clear(
+        batch_size=settings.EMAIL_BODY_RETENTION_BATCH, max_batches=settings.EMAIL_BODY_RETENTION_MAX_BATCHES
+    )

@@ -304,3 +304,9 @@ SEGMENT_REFRESH_MINUTES = env.int("SEGMENT_REFRESH_MINUTES", default=5)
 SEGMENT_REFRESH_BATCH = env.int("SEGMENT_REFRESH_BATCH", default=500)
 # A contact's tracked segments are re-evaluated at most once per this many seconds after its events.
 SEGMENT_REEVALUATE_DEBOUNCE_SECONDS = env.int("SEGMENT_REEVALUATE_DEBOUNCE_SECONDS", default=5)
+
+# Retention (decisions.md): rendered bodies of finished emails are emptied after this many days, by an hourly beat
+# task in batches (the rows, their counts and events stay).
+EMAIL_BODY_RETENTION_DAYS = env.int("EMAIL_BODY_RETENTION_DAYS", default=90)
+EMAIL_BODY_RETENTION_BATCH = env.int("EMAIL_BODY_RETENTION_BATCH", default=1000)
+EMAIL_BODY_RETENTION_MAX_BATCHES = env.int("EMAIL_BODY_RETENTION_MAX_BATCHES", default=50)

@@ -1,0 +1,224 @@
+"""The activity feed and its figures: one newest-first list over every registered source (the events table is
+the first), keyset-paginated across sources, plus the counts the dashboard shows beside it."""
+
+import uuid
+from datetime import datetime, timedelta
+
+from django.core import signing
+from django.db.models import Q, Sum
+from django.utils import timezone
+
+from accounts.models import Project
+from config.api.exceptions import BadRequest
+from contacts.models import Event
+from contacts.services import SUBSCRIBED_EVENT, UNSUBSCRIBED_EVENT
+from messaging.insights.registry import (
+    ActivityFilters,
+    ActivityItem,
+    ActivitySource,
+    activity_counter,
+    activity_sources,
+    register_activity_source,
+    upcoming_providers,
+)
+from messaging.models import EmailStatsHour
+
+# decisions.md, in the order `/activity/types` lists them.
+ACTIVITY_TYPES = (
+    "email.sent",
+    "email.delivered",
+    "email.opened",
+    "email.clicked",
+    "email.bounced",
+    "email.complained",
+    "email.failed",
+    "event.triggered",
+    "contact.subscribed",
+    "contact.unsubscribed",
+    "campaign.scheduled",
+    "campaign.sent",
+    "workflow.started",
+    "workflow.completed",
+)
+TRIGGERED = "event.triggered"
+
+# System event name -> activity type. Other system events (segment entry/exit) are not activity.
+EVENT_TYPES = {
+    "email.sent": "email.sent",
+    "email.delivery": "email.delivered",
+    "email.open": "email.opened",
+    "email.click": "email.clicked",
+    "email.bounce": "email.bounced",
+    "email.complaint": "email.complained",
+    "email.failed": "email.failed",
+    SUBSCRIBED_EVENT: SUBSCRIBED_EVENT,
+    UNSUBSCRIBED_EVENT: UNSUBSCRIBED_EVENT,
+}
+EVENT_NAMES_OF_TYPE = {activity_type: name for name, activity_type in EVENT_TYPES.items()}
+
+# The reserved names of `contacts.services.event_name_is_reserved` as SQL: a tracked event is anything else.
+SYSTEM_EVENT = (
+    Q(name__startswith="email.")
+    | Q(name__in=[SUBSCRIBED_EVENT, UNSUBSCRIBED_EVENT])
+    | (Q(name__startswith="segment.") & (Q(name__endswith=".entry") | Q(name__endswith=".exit")))
+)
+
+
+def _event_types_q(types: frozenset[str] | None) -> Q | None:
+    wanted = ACTIVITY_TYPES if types is None else types
+    names = [EVENT_NAMES_OF_TYPE[t] for t in wanted if t in EVENT_NAMES_OF_TYPE]
+    q = Q(name__in=names) if names else None
+    if TRIGGERED in wanted:
+        q = ~SYSTEM_EVENT if q is None else q | ~SYSTEM_EVENT
+    return q
+
+
+def _event_queryset(project: Project, filters: ActivityFilters):
+    q = _event_types_q(filters.types)
+    if q is None:
+        return None
+    queryset = Event.objects.filter(project=project).filter(q)
+    if filters.contact_id:
+        queryset = queryset.filter(contact_id=filters.contact_id)
+    if filters.email_id:
+        queryset = queryset.filter(email_id=filters.email_id)
+    if filters.start:
+        queryset = queryset.filter(created_at__gte=filters.start)
+    if filters.end:
+        queryset = queryset.filter(created_at__lte=filters.end)
+    return queryset.select_related("contact").only(
+        "id", "name", "data", "email_id", "created_at", "contact_id", "contact__email"
+    )
+
+
+def _event_item(event: Event) -> ActivityItem:
+    activity_type = EVENT_TYPES.get(event.name, TRIGGERED)
+    metadata = {"eventName": event.name, "eventData": event.data} if activity_type == TRIGGERED else event.data
+    return ActivityItem(
+        id=event.id,
+        type=activity_type,
+        timestamp=event.created_at,
+        contact_id=event.contact_id,
+        contact_email=event.contact.email,
+        email_id=event.email_id,
+        metadata=metadata,
+    )
+
+
+def _event_present_types(project: Project) -> list[str]:
+    """One index probe per type (project, name) rather than a DISTINCT over all of the project's events."""
+    events = Event.objects.filter(project=project)
+    present = [t for name, t in EVENT_TYPES.items() if events.filter(name=name).exists()]
+    if events.exclude(SYSTEM_EVENT).exists():
+        present.append(TRIGGERED)
+    return present
+
+
+register_activity_source(
+    ActivitySource(
+        name="events",
+        types=(*EVENT_NAMES_OF_TYPE, TRIGGERED),
+        queryset=_event_queryset,
+        timestamp_field="created_at",
+        item=_event_item,
+        present_types=_event_present_types,
+    )
+)
+
+
+def known_activity_types() -> set[str]:
+    return set(ACTIVITY_TYPES).union(*(source.types for source in activity_sources()))
+
+
+# Feed ------------------------------------------------------------------------------------------------------------
+
+_cursor_signer = signing.Signer(salt="herald.activity.cursor")
+
+
+def _cursor(item: ActivityItem) -> str:
+    return _cursor_signer.sign_object([item.timestamp.isoformat(), str(item.id)])
+
+
+def _cursor_read(cursor: str) -> tuple[datetime, uuid.UUID]:
+    try:
+        timestamp, pk = _cursor_signer.unsign_object(cursor)
+        return datetime.fromisoformat(timestamp), uuid.UUID(pk)
+    except (signing.BadSignature, ValueError, TypeError):
+        raise BadRequest("Invalid cursor", details={"parameter": "cursor"}) from None
+
+
+def activity_feed(*, project: Project, filters: ActivityFilters, limit: int, cursor: str | None) -> dict:
+    """The cursor envelope over all sources, newest first.
+
+    1. Each source returns its next `limit + 1` rows after the cursor position (timestamp, id), from its own
+       index, so a page costs the same wherever it is.
+    2. The rows are merged by (timestamp, id) descending and the first `limit` form the page; the cursor is the
+       last one's (timestamp, id), signed. Ids are UUIDs, compared alike by Python and the databases.
+    3. `total` (first page only, as the spec says) is the sum of the sources' counts.
+    """
+    after = _cursor_read(cursor) if cursor else None
+    items: list[ActivityItem] = []
+    total = 0
+    for source in activity_sources():
+        queryset = source.queryset(project, filters)
+        if queryset is None:
+            continue
+        field = source.timestamp_field
+        page = queryset
+        if after is not None:
+            timestamp, pk = after
+            page = page.filter(Q(**{f"{field}__lt": timestamp}) | Q(**{field: timestamp, "pk__lt": pk}))
+        items += [source.item(row) for row in page.order_by(f"-{field}", "-pk")[: limit + 1]]
+        if after is None:
+            total += queryset.count()
+    items.sort(key=lambda item: (item.timestamp, item.id), reverse=True)
+    has_more = len(items) > limit
+    items = items[:limit]
+    return {
+        "data": [item.as_json() for item in items],
+        "cursor": _cursor(items[-1]) if has_more else None,
+        "hasMore": has_more,
+        "total": total,
+    }
+
+
+def activity_recent_count(*, project: Project, minutes: int) -> int:
+    filters = ActivityFilters(start=timezone.now() - timedelta(minutes=minutes))
+    querysets = (source.queryset(project, filters) for source in activity_sources())
+    return sum(queryset.count() for queryset in querysets if queryset is not None)
+
+
+def activity_types_present(*, project: Project) -> list[str]:
+    present = set().union(*(source.present_types(project) for source in activity_sources()))
+    return [t for t in ACTIVITY_TYPES if t in present] + sorted(present - set(ACTIVITY_TYPES))
+
+
+def activity_upcoming(*, project: Project, limit: int, days_ahead: int) -> list[dict]:
+    until = timezone.now() + timedelta(days=days_ahead)
+    items = [item for provider in upcoming_providers() for item in provider(project=project, until=until, limit=limit)]
+    items.sort(key=lambda item: (item.timestamp, item.id))
+    return [item.as_json() for item in items[:limit]]
+
+
+def percent(part: int, whole: int) -> float:
+    """A rate in percent with one decimal; 0 when there is nothing to divide by."""
+    return round(part * 100 / whole, 1) if whole else 0.0
+
+
+def activity_stats(*, project: Project, days: int) -> dict:
+    """Counts over the last `days` days: events from the events table, emails from the hourly rollup (from the
+    start of the hour `days` days ago), workflow starts from the workflows app's counter."""
+    since = timezone.now() - timedelta(days=days)
+    emails = EmailStatsHour.objects.filter(
+        project=project, hour__gte=since.replace(minute=0, second=0, microsecond=0)
+    ).aggregate(sent=Sum("sent"), opened=Sum("opened"), clicked=Sum("clicked"))
+    sent, opened, clicked = (emails[key] or 0 for key in ("sent", "opened", "clicked"))
+    return {
+        "totalEvents": Event.objects.filter(project=project, created_at__gte=since).count(),
+        "totalEmailsSent": sent,
+        "totalEmailsOpened": opened,
+        "totalEmailsClicked": clicked,
+        "totalWorkflowsStarted": activity_counter("totalWorkflowsStarted", project=project, since=since),
+        "openRate": percent(opened, sent),
+        "clickRate": percent(clicked, sent),
+    }

@@ -1,0 +1,140 @@
+"""The analytics endpoints' reads: the email time series (from the hourly rollup), the most frequent events with
+their trend, and campaign figures aggregated over `Email.campaign_id` (named through the campaign directory)."""
+
+from datetime import datetime, timedelta
+
+from django.db.models import Count, F, Max, Q, Sum
+from django.db.models.functions import TruncDay
+from django.utils import timezone
+
+from accounts.models import Project
+from config.api.timestamps import iso
+from contacts.models import Event
+from messaging.insights.activity import percent
+from messaging.insights.registry import campaign_directory
+from messaging.insights.rollup import hour_of
+from messaging.models import Email, EmailStatsHour
+
+INTERVALS = {"day": timedelta(days=1), "hour": timedelta(hours=1)}
+# Series field -> rollup column.
+SERIES = {
+    "emails": "sent",
+    "delivered": "delivered",
+    "opens": "opened",
+    "clicks": "clicked",
+    "bounces": "bounced",
+    "complaints": "complained",
+}
+
+
+def _bucket(moment: datetime, interval: str) -> datetime:
+    moment = hour_of(moment)
+    return moment.replace(hour=0) if interval == "day" else moment
+
+
+def email_timeseries(*, project: Project, start: datetime, end: datetime, interval: str) -> list[dict]:
+    """One point per UTC day or hour whose interval meets [start, end], zero-filled; each point counts its whole
+    interval. Reads at most 24 x 366 rollup rows, grouped by the database for days."""
+    first, last = _bucket(start, interval), _bucket(end, interval)
+    step = INTERVALS[interval]
+    rows = (
+        EmailStatsHour.objects.filter(project=project, hour__gte=first, hour__lt=last + step)
+        .values(bucket=TruncDay("hour") if interval == "day" else F("hour"))
+        .annotate(**{name: Sum(column) for name, column in SERIES.items()})
+        .order_by()
+    )
+    found = {row.pop("bucket"): row for row in rows}
+    points, moment = [], first
+    while moment <= last:
+        values = found.get(moment) or dict.fromkeys(SERIES, 0)
+        points.append({"date": iso(moment), **{name: values[name] for name in SERIES}})
+        moment += step
+    return points
+
+
+def _trend(current: int, previous: int) -> int:
+    """Percent change against the previous period, rounded; a name new in this period is +100."""
+    if previous:
+        return round((current - previous) * 100 / previous)
+    return 100 if current else 0
+
+
+def top_events(*, project: Project, limit: int, days: int) -> list[dict]:
+    """The most frequent event names (tracked and system) of the last `days` days, with the trend against the
+    `days` days before. Two grouped counts over the (project, created_at) index."""
+    now = timezone.now()
+    since, before = now - timedelta(days=days), now - timedelta(days=2 * days)
+    events = Event.objects.filter(project=project)
+    current = list(
+        events.filter(created_at__gte=since)
+        .values("name")
+        .annotate(count=Count("id"))
+        .order_by("-count", "name")[:limit]
+    )
+    previous = dict(
+        events.filter(created_at__gte=before, created_at__lt=since, name__in=[row["name"] for row in current])
+        .values("name")
+        .annotate(count=Count("id"))
+        .values_list("name", "count")
+        .order_by()
+    )
+    return [
+        {"name": row["name"], "count": row["count"], "trend": _trend(row["count"], previous.get(row["name"], 0))}
+        for row in current
+    ]
+
+
+def _campaign_rows(project: Project, days: int):
+    """Per campaign, over its emails created in the last `days` days: sent, opened, clicked (each email once) and
+    still waiting to be sent."""
+    since = timezone.now() - timedelta(days=days)
+    return (
+        Email.objects.filter(project=project, created_at__gte=since, campaign_id__isnull=False)
+        .values("campaign_id")
+        .annotate(
+            sent=Count("sent_at"),
+            opened=Count("opened_at"),
+            clicked=Count("clicked_at"),
+            pending=Count("id", filter=Q(status__in=[Email.Status.QUEUED, Email.Status.SENDING])),
+            subject=Max("subject"),
+        )
+    )
+
+
+def top_campaigns(*, project: Project, limit: int, days: int) -> list[dict]:
+    rows = list(_campaign_rows(project, days).order_by("-opened", "-sent", "campaign_id")[:limit])
+    known = campaign_directory().describe(project=project, campaign_ids=[row["campaign_id"] for row in rows])
+    out = []
+    for row in rows:
+        info = known.get(row["campaign_id"])
+        out.append(
+            {
+                "id": str(row["campaign_id"]),
+                "name": info.name if info else None,
+                "subject": info.subject if info else row["subject"],
+                "sentCount": row["sent"],
+                "openedCount": row["opened"],
+                "clickedCount": row["clicked"],
+                "openRate": percent(row["opened"], row["sent"]),
+                "clickRate": percent(row["clicked"], row["sent"]),
+            }
+        )
+    return out
+
+
+def campaign_stats(*, project: Project, days: int) -> dict:
+    """`{total, active, completed}` from the campaigns app when it answers, else from the emails (a campaign is
+    active while some of its emails wait to be sent); the average rates over all its emails' sends."""
+    rows = list(_campaign_rows(project, days).order_by())
+    sent, opened, clicked = (sum(row[key] for row in rows) for key in ("sent", "opened", "clicked"))
+    counts = campaign_directory().counts(project=project, since=timezone.now() - timedelta(days=days))
+    if counts is None:
+        active = sum(1 for row in rows if row["pending"])
+        counts = {"total": len(rows), "active": active, "completed": len(rows) - active}
+    return {
+        "total": counts["total"],
+        "active": counts["active"],
+        "completed": counts["completed"],
+        "averageOpenRate": percent(opened, sent),
+        "averageClickRate": percent(clicked, sent),
+    }
