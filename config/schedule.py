@@ -39,4 +39,10 @@ BEAT_SCHEDULE = {
         "schedule": timedelta(hours=1),
         "options": {"expires": 50 * 60},
     },
+    # Feedback: webhook receipts only need to outlive the providers' redeliveries (FEEDBACK_RECEIPT_RETENTION_DAYS).
+    "purge-webhook-receipts": {
+        "task": "messaging.tasks.purge_webhook_receipts_task",
+        "schedule": timedelta(hours=6),
+        "options": {"expires": 5 * 3600},
+    },
 }

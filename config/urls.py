@@ -18,6 +18,7 @@ urlpatterns = [
     path("", include("segments.api.urls")),
     path("", include("workflows.api.urls")),
     path("", include("domains.api.urls")),
+    path("", include("messaging.feedback.urls")),
 ]
 
 

@@ -1,7 +1,18 @@
 from django.contrib import admin
 from django.utils.html import format_html
 
-from messaging.models import AttachmentBundle, Email, EmailStatsHour, Template
+from accounts.services import project_enable
+from messaging.models import (
+    AttachmentBundle,
+    Email,
+    EmailStatsHour,
+    ProjectReputation,
+    Suppression,
+    Template,
+    WebhookReceipt,
+)
+from messaging.reputation import DISABLED_REASON, project_reputation
+from messaging.suppression import suppression_add, suppression_remove
 from messaging.tasks import deliver_emails_task
 
 
@@ -62,6 +73,136 @@ class AttachmentBundleAdmin(admin.ModelAdmin):
     list_display = ["id", "project", "total_bytes", "created_at"]
     raw_id_fields = ["project"]
     exclude = ["items"]
+
+
+@admin.register(Suppression)
+class SuppressionAdmin(admin.ModelAdmin):
+    list_display = ["email", "project", "reason", "detail", "created_at"]
+    list_filter = ["reason"]
+    search_fields = ["email", "=project__id", "project__name"]
+    list_select_related = ["project"]
+    raw_id_fields = ["project", "source_email"]
+    date_hierarchy = "created_at"
+    show_full_result_count = False
+    actions = ["remove"]
+
+    def get_readonly_fields(self, request, obj=None):
+        # An entry is added or removed, never rewritten: its address and cause are the record of what happened.
+        return ["project", "email", "reason", "source_email", "created_at"] if obj else ["created_at"]
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)  # removal goes through the service (the action below)
+        return actions
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            obj.save(update_fields=["detail"])
+            return
+        added = suppression_add(
+            project=obj.project, email=obj.email, reason=obj.reason, source_email=obj.source_email, detail=obj.detail
+        )
+        obj.pk, obj.email, obj._state.adding = added.pk, added.email, False
+
+    def delete_model(self, request, obj):
+        suppression_remove(suppression=obj)
+
+    @admin.action(description="Remove from the suppression list (contacts stay unsubscribed)")
+    def remove(self, request, queryset):
+        count = 0
+        for suppression in queryset:
+            suppression_remove(suppression=suppression)
+            count += 1
+        self.message_user(request, f"Removed {count} address(es); mail may reach them again")
+
+
+@admin.register(WebhookReceipt)
+class WebhookReceiptAdmin(admin.ModelAdmin):
+    list_display = ["received_at", "provider", "event_type", "outcome", "detail", "recipient", "project"]
+    list_filter = ["provider", "outcome", "event_type"]
+    search_fields = ["event_id", "message_id", "recipient"]
+    list_select_related = ["project"]
+    raw_id_fields = ["project", "email"]
+    date_hierarchy = "received_at"
+    show_full_result_count = False
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(ProjectReputation)
+class ProjectReputationAdmin(admin.ModelAdmin):
+    """Each project's bounce and complaint figures (3 indexed counts per row) and why it was disabled."""
+
+    list_display = [
+        "name",
+        "state",
+        "sent_7d",
+        "bounce_rate",
+        "complaint_rate",
+        "last_24h",
+        "disabled",
+        "disabled_reason",
+    ]
+    list_filter = ["disabled", "disabled_reason"]
+    search_fields = ["name", "=id"]
+    list_per_page = 50
+    fields = ["name", "disabled", "disabled_reason", "disabled_at", "figures"]
+    readonly_fields = fields
+    actions = ["enable"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def _reputation(self, project) -> dict:
+        if not hasattr(project, "_reputation"):
+            project._reputation = project_reputation(project=project)
+        return project._reputation
+
+    @admin.display(description="State")
+    def state(self, project):
+        return self._reputation(project)["state"]
+
+    @admin.display(description="Sent (7 days)")
+    def sent_7d(self, project):
+        return self._reputation(project)["window"]["sent"]
+
+    @admin.display(description="Bounce rate %")
+    def bounce_rate(self, project):
+        window = self._reputation(project)["window"]
+        return "-" if window["bounceRate"] is None else window["bounceRate"]
+
+    @admin.display(description="Complaint rate %")
+    def complaint_rate(self, project):
+        window = self._reputation(project)["window"]
+        return "-" if window["complaintRate"] is None else window["complaintRate"]
+
+    @admin.display(description="Bounces / complaints (24 h)")
+    def last_24h(self, project):
+        day = self._reputation(project)["last24Hours"]
+        return f"{day['bounces']} / {day['complaints']}"
+
+    @admin.display(description="Figures")
+    def figures(self, project):
+        reputation = self._reputation(project)
+        return format_html("<pre>{}</pre>", "\n".join(reputation["reasons"]) or "Within every threshold")
+
+    @admin.action(description="Re-enable the selected projects")
+    def enable(self, request, queryset):
+        count = 0
+        for project in queryset.filter(disabled=True):
+            project_enable(project=project)
+            count += 1
+        self.message_user(
+            request,
+            f"Re-enabled {count} project(s); those disabled for {DISABLED_REASON} are judged again on their next bounce",
+        )
 
 
 @admin.register(EmailStatsHour)

@@ -31,6 +31,7 @@ from domains.services import domain_sign_message, sender_domain_for
 from messaging import mime
 from messaging.links import system_links
 from messaging.models import Email, EmailType
+from messaging.suppression import emails_skip_suppressed
 from messaging.throttle import send_slot_wait
 from messaging.transport import OutgoingMessage, PreparedMessage, Transport, TransportError
 
@@ -257,6 +258,7 @@ def emails_deliver(*, email_ids) -> DeliveryReport:
     emails = list(
         Email.objects.filter(id__in=claimed).select_related("project", "contact", "attachments").order_by("created_at")
     )
+    emails = emails_skip_suppressed(emails=emails)
     try:
         _send_claimed(emails, report)
     except TransportError as exc:  # the connection could not even be opened

@@ -115,6 +115,26 @@ class Email(models.Model):
             models.Index(fields=["status", "claimed_at"], name="email_status_claimed"),
             models.Index(fields=["contact", "created_at"], name="email_contact_created"),
             models.Index(fields=["template"], name="email_template"),
+            # Feedback: provider notifications find their email by the provider's id (empty for SMTP sends).
+            models.Index(
+                fields=["provider_message_id"],
+                name="email_provider_message_id",
+                condition=~models.Q(provider_message_id=""),
+            ),
+            # Reputation: per-project counts over a rolling window, answered from the index alone.
+            models.Index(
+                fields=["project", "sent_at"], name="email_project_sent", condition=models.Q(sent_at__isnull=False)
+            ),
+            models.Index(
+                fields=["project", "bounced_at"],
+                name="email_project_bounced",
+                condition=models.Q(bounced_at__isnull=False),
+            ),
+            models.Index(
+                fields=["project", "complained_at"],
+                name="email_project_complained",
+                condition=models.Q(complained_at__isnull=False),
+            ),
             # Retention: only rows that still hold a rendered body, oldest first, so a sweep never rereads the
             # rows it already cleared.
             models.Index(fields=["created_at"], name="email_body_kept_created", condition=~models.Q(html="")),
@@ -122,6 +142,58 @@ class Email(models.Model):
 
     def __str__(self) -> str:
         return f"{self.subject} -> {self.to_email}"
+
+
+class Suppression(models.Model):
+    """An address of a project that no mail goes to any more (until an operator removes it)."""
+
+    class Reason(models.TextChoices):
+        BOUNCE = "BOUNCE"
+        COMPLAINT = "COMPLAINT"
+        MANUAL = "MANUAL"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="suppressions")
+    # Normalised like contact emails (trimmed, lower-cased).
+    email = models.CharField(max_length=320)
+    reason = models.CharField(max_length=9, choices=Reason.choices)
+    source_email = models.ForeignKey(Email, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    detail = models.CharField(max_length=1000, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "email"], name="suppression_project_email")]
+        indexes = [models.Index(fields=["project", "created_at"], name="suppression_project_created")]
+
+    def __str__(self) -> str:
+        return self.email
+
+
+class WebhookReceipt(models.Model):
+    """One provider notification, kept for a week: its unique key makes a redelivered notification a no-op."""
+
+    class Outcome(models.TextChoices):
+        PROCESSED = "PROCESSED"
+        IGNORED = "IGNORED"
+
+    id = models.BigAutoField(primary_key=True)
+    provider = models.CharField(max_length=20)
+    event_id = models.CharField(max_length=255)
+    event_type = models.CharField(max_length=20)
+    outcome = models.CharField(max_length=9, choices=Outcome.choices, default=Outcome.PROCESSED)
+    detail = models.CharField(max_length=255, blank=True)
+    message_id = models.CharField(max_length=255, blank=True)
+    recipient = models.CharField(max_length=320, blank=True)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    email = models.ForeignKey(Email, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    received_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["provider", "event_id"], name="webhookreceipt_provider_event")]
+        indexes = [models.Index(fields=["received_at"], name="webhookreceipt_received")]
+
+    def __str__(self) -> str:
+        return f"{self.provider} {self.event_id}"
 
 
 class EmailStatsHour(models.Model):
@@ -147,3 +219,12 @@ class EmailStatsHour(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project_id} {self.hour:%Y-%m-%d %H:00}"
+
+
+class ProjectReputation(Project):
+    """Projects as the admin shows their sending reputation (bounce and complaint figures, disable reason)."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "project reputation"
+        verbose_name_plural = "project reputation"

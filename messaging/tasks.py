@@ -2,6 +2,7 @@ from celery import shared_task
 from django.conf import settings
 
 from messaging.delivery import emails_deliver, emails_sweep
+from messaging.feedback.services import receipts_purge
 from messaging.insights.retention import email_bodies_clear
 
 # acks_late + reject_on_worker_lost: a worker killed mid-batch leaves its message on the broker for another
@@ -30,3 +31,8 @@ def clear_old_email_bodies_task() -> int:
     return email_bodies_clear(
         batch_size=settings.EMAIL_BODY_RETENTION_BATCH, max_batches=settings.EMAIL_BODY_RETENTION_MAX_BATCHES
     )
+
+
+@shared_task(ignore_result=True)
+def purge_webhook_receipts_task() -> int:
+    return receipts_purge()

@@ -310,3 +310,20 @@ SEGMENT_REEVALUATE_DEBOUNCE_SECONDS = env.int("SEGMENT_REEVALUATE_DEBOUNCE_SECON
 EMAIL_BODY_RETENTION_DAYS = env.int("EMAIL_BODY_RETENTION_DAYS", default=90)
 EMAIL_BODY_RETENTION_BATCH = env.int("EMAIL_BODY_RETENTION_BATCH", default=1000)
 EMAIL_BODY_RETENTION_MAX_BATCHES = env.int("EMAIL_BODY_RETENTION_MAX_BATCHES", default=50)
+
+# Feedback: provider webhooks (docs/feedback.md), suppression and the reputation guard
+# Basic-auth credentials ("user:password", comma-separated to rotate) for the provider webhooks; Postmark, Brevo
+# and SparkPost need them, SES and Resend may add them to their signatures. A provider without credentials refuses
+# every request.
+ANYMAIL.setdefault("WEBHOOK_SECRET", env.list("WEBHOOK_SECRET", default=[]))
+ANYMAIL.setdefault("MAILGUN_WEBHOOK_SIGNING_KEY", env.str("MAILGUN_WEBHOOK_SIGNING_KEY", default="") or None)
+# SES via SNS: only these topics are accepted (and subscriptions to them confirmed).
+FEEDBACK_SES_TOPIC_ARNS = env.list("FEEDBACK_SES_TOPIC_ARNS", default=[])
+FEEDBACK_RESEND_SIGNING_SECRET = env.str("FEEDBACK_RESEND_SIGNING_SECRET", default="")
+# The generic webhook's shared secret; signed timestamps older or newer than the tolerance are refused.
+FEEDBACK_GENERIC_SECRET = env.str("FEEDBACK_GENERIC_SECRET", default="")
+FEEDBACK_SIGNATURE_TOLERANCE = env.int("FEEDBACK_SIGNATURE_TOLERANCE", default=300)
+# Receipts make redelivered notifications no-ops; providers stop redelivering within days (decisions.md: 7).
+FEEDBACK_RECEIPT_RETENTION_DAYS = env.int("FEEDBACK_RECEIPT_RETENTION_DAYS", default=7)
+# A project past the critical bounce or complaint thresholds is disabled unless this is off (then only logged).
+REPUTATION_AUTO_DISABLE = env.bool("REPUTATION_AUTO_DISABLE", default=True)

@@ -1,0 +1,1 @@
+"""Provider feedback: delivery, bounce, complaint, open and click notifications arriving on `/webhooks/...`."""

@@ -1,0 +1,107 @@
+"""The reputation guard: a project whose mail bounces or draws complaints past the thresholds of decisions.md is
+disabled before it damages the sending infrastructure that every project shares.
+
+Rates are over a rolling 7 days (hard bounces and complaints of that window over the emails sent in it) and count
+only from 100 sent emails on; the 24-hour ceilings are absolute. Each figure is one COUNT over a partial index of
+the email table, so the guard runs after every hard bounce and complaint, never per delivery.
+"""
+
+import logging
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from accounts.models import Project
+from accounts.services import project_disable
+from messaging.models import Email
+
+logger = logging.getLogger(__name__)
+
+DISABLED_REASON = "EMAIL_REPUTATION"
+WINDOW = timedelta(days=7)
+CEILING_WINDOW = timedelta(hours=24)
+MINIMUM_SENT = 100
+# Percentages of the emails sent in the window.
+BOUNCE_RATE = {"warning": 5.0, "critical": 10.0}
+COMPLAINT_RATE = {"warning": 0.075, "critical": 0.15}
+BOUNCE_CEILING_24H = 100
+COMPLAINT_CEILING_24H = 25
+
+
+def _counts(project: Project, field: str, now: datetime) -> tuple[int, int]:
+    """(last 7 days, last 24 hours) of emails whose `field` timestamp falls in them."""
+    since = {f"{field}__gte": now - WINDOW}
+    recent = Q(**{f"{field}__gte": now - CEILING_WINDOW})
+    row = Email.objects.filter(project=project, **since).aggregate(week=Count("id"), day=Count("id", filter=recent))
+    return row["week"], row["day"]
+
+
+def _rate(count: int, sent: int) -> float | None:
+    return round(100.0 * count / sent, 3) if sent >= MINIMUM_SENT else None
+
+
+def _level(rate: float | None, thresholds: dict) -> str:
+    if rate is None:
+        return "ok"
+    if rate >= thresholds["critical"]:
+        return "critical"
+    return "warning" if rate >= thresholds["warning"] else "ok"
+
+
+def project_reputation(*, project: Project, now: datetime | None = None) -> dict:
+    """The project's bounce and complaint figures, the thresholds they are held to, and the resulting state
+    (`ok`, `warning`, `critical`) with the reasons; shaped for the account security endpoint."""
+    now = now or timezone.now()
+    sent = Email.objects.filter(project=project, sent_at__gte=now - WINDOW).count()
+    bounces, bounces_24h = _counts(project, "bounced_at", now)
+    complaints, complaints_24h = _counts(project, "complained_at", now)
+    bounce_rate, complaint_rate = _rate(bounces, sent), _rate(complaints, sent)
+    findings = [
+        (_level(bounce_rate, BOUNCE_RATE), f"bounce rate {bounce_rate}% over 7 days"),
+        (_level(complaint_rate, COMPLAINT_RATE), f"complaint rate {complaint_rate}% over 7 days"),
+        ("critical" if bounces_24h >= BOUNCE_CEILING_24H else "ok", f"{bounces_24h} bounces in 24 hours"),
+        ("critical" if complaints_24h >= COMPLAINT_CEILING_24H else "ok", f"{complaints_24h} complaints in 24 hours"),
+    ]
+    levels = {level for level, _ in findings}
+    state = "critical" if "critical" in levels else "warning" if "warning" in levels else "ok"
+    return {
+        "state": state,
+        "reasons": [f"{reason} ({level})" for level, reason in findings if level != "ok"],
+        "window": {
+            "days": WINDOW.days,
+            "sent": sent,
+            "bounces": bounces,
+            "complaints": complaints,
+            "bounceRate": bounce_rate,
+            "complaintRate": complaint_rate,
+        },
+        "last24Hours": {"bounces": bounces_24h, "complaints": complaints_24h},
+        "thresholds": {
+            "minimumSent": MINIMUM_SENT,
+            "bounceRate": BOUNCE_RATE,
+            "complaintRate": COMPLAINT_RATE,
+            "bounces24Hours": BOUNCE_CEILING_24H,
+            "complaints24Hours": COMPLAINT_CEILING_24H,
+        },
+        "autoDisable": settings.REPUTATION_AUTO_DISABLE,
+        "disabled": project.disabled,
+        "disabledReason": project.disabled_reason or None,
+    }
+
+
+def project_reputation_guard(*, project: Project) -> dict:
+    """After a hard bounce or complaint: evaluate the project and disable it when critical (unless auto-disable is
+    off). Warnings are logged; an operator re-enables a disabled project in the admin."""
+    reputation = project_reputation(project=project)
+    if reputation["state"] == "ok":
+        return reputation
+    reasons = "; ".join(reputation["reasons"])
+    if reputation["state"] == "critical" and settings.REPUTATION_AUTO_DISABLE and not project.disabled:
+        project_disable(project=project, reason=DISABLED_REASON)
+        reputation.update(disabled=True, disabledReason=DISABLED_REASON)
+        logger.error("Project %s disabled for its email reputation: %s", project.id, reasons)
+    else:
+        logger.warning("Project %s email reputation is %s: %s", project.id, reputation["state"], reasons)
+    return reputation

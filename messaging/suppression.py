@@ -1,0 +1,112 @@
+"""The suppression list: addresses of a project that no mail goes to after a hard bounce, a complaint, or an
+operator's decision.
+
+Checked twice: when a send is queued (marketing and headless mail is refused with 422, transactional mail is stored
+SUPPRESSED with the reason and never handed over) and again when a queued email is delivered, for addresses that were
+suppressed while it waited. Removing an address only lets mail through again; it does not resubscribe the contact.
+"""
+
+from collections.abc import Iterable
+
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.models import Project
+from config.api.exceptions import ValidationFailed
+from contacts.services import normalize_email
+from messaging.models import Email, EmailType, Suppression
+from messaging.send_input import Address
+
+OPT_OUT_TYPES = (EmailType.MARKETING, EmailType.HEADLESS)
+REASON_LABELS = {
+    Suppression.Reason.BOUNCE: "after a hard bounce",
+    Suppression.Reason.COMPLAINT: "after a spam complaint",
+    Suppression.Reason.MANUAL: "by an operator",
+}
+
+
+def suppression_add(
+    *, project: Project, email: str, reason: str, source_email: Email | None = None, detail: str = ""
+) -> Suppression:
+    """Suppress an address of `project`; an address already on the list keeps its first entry."""
+    with transaction.atomic():
+        suppression, _ = Suppression.objects.get_or_create(
+            project=project,
+            email=normalize_email(email),
+            defaults={"reason": reason, "source_email": source_email, "detail": detail[:1000]},
+        )
+    return suppression
+
+
+def suppression_remove(*, suppression: Suppression) -> None:
+    """Let mail reach the address again. The contact stays unsubscribed: only the person can opt back in."""
+    suppression.delete()
+
+
+def suppression_message(suppression: Suppression) -> str:
+    return f"{suppression.email} is suppressed {REASON_LABELS[suppression.reason]}"
+
+
+def suppressions_for(*, project_id, emails: Iterable[str]) -> dict[str, Suppression]:
+    """The suppressed addresses among `emails` (normalised), by address."""
+    addresses = {normalize_email(email) for email in emails}
+    if not addresses:
+        return {}
+    rows = Suppression.objects.filter(project_id=project_id, email__in=addresses)
+    return {row.email: row for row in rows}
+
+
+def recipients_check_suppressed(*, project: Project, recipients: list[Address], email_type: str) -> dict[str, str]:
+    """Before a send is stored: a suppressed recipient of marketing or headless mail rejects the whole request
+    (422 on its `to` entry); for transactional mail, return address -> reason of the recipients whose email rows
+    are to be stored SUPPRESSED."""
+    found = suppressions_for(project_id=project.id, emails=[r.email for r in recipients])
+    if found and email_type in OPT_OUT_TYPES:
+        for index, recipient in enumerate(recipients):
+            suppression = found.get(normalize_email(recipient.email))
+            if suppression is not None:
+                field_path = f"to.{index}" if len(recipients) > 1 else "to"
+                raise ValidationFailed.field(
+                    field_path,
+                    f"{suppression_message(suppression)} and cannot receive {email_type.lower()} email",
+                    "custom",
+                )
+    return {address: suppression_message(row) for address, row in found.items()}
+
+
+def emails_hold_suppressed(*, emails: list[Email], suppressed: dict[str, str]) -> list:
+    """Mark the unsaved rows to suppressed addresses SUPPRESSED with the reason; return the ids of the others."""
+    deliverable = []
+    for email in emails:
+        reason = suppressed.get(normalize_email(email.to_email))
+        if reason is None:
+            deliverable.append(email.id)
+        else:
+            email.status, email.last_error = Email.Status.SUPPRESSED, reason
+    return deliverable
+
+
+def emails_skip_suppressed(*, emails: list[Email]) -> list[Email]:
+    """At delivery: claimed rows whose address was suppressed after they were queued become SUPPRESSED instead of
+    being sent; return the rest. One query per project in the batch."""
+    by_project: dict = {}
+    for email in emails:
+        by_project.setdefault(email.project_id, []).append(email.to_email)
+    found = {
+        (project_id, address): row
+        for project_id, addresses in by_project.items()
+        for address, row in suppressions_for(project_id=project_id, emails=addresses).items()
+    }
+    if not found:
+        return emails
+    deliverable = []
+    now = timezone.now()
+    for email in emails:
+        suppression = found.get((email.project_id, normalize_email(email.to_email)))
+        if suppression is None:
+            deliverable.append(email)
+            continue
+        Email.objects.filter(pk=email.pk, status=Email.Status.SENDING).update(
+            status=Email.Status.SUPPRESSED, last_error=suppression_message(suppression), updated_at=now
+        )
+    return deliverable
