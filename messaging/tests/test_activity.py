@@ -311,3 +311,15 @@ def test_other_projects_see_nothing(engaged, other_client, anon_client, path):
 def test_filters_on_another_projects_contact_or_email_find_nothing(engaged, other_client):
     assert feed(other_client, contactId=str(engaged.contact_id))["data"] == []
     assert feed(other_client, emailId=str(engaged.id))["data"] == []
+
+
+def test_a_page_costs_the_same_few_queries(secret_client, project, ann, django_assert_max_num_queries):
+    _events(project.project, ann, 50)
+    secret_client.get("/activity")  # warms the key cache
+    # The page (contacts joined) and the first page's count.
+    with django_assert_max_num_queries(2):
+        first = feed(secret_client, limit=100)
+    cursor = feed(secret_client, limit=10)["cursor"]
+    with django_assert_max_num_queries(1):
+        feed(secret_client, limit=10, cursor=cursor)
+    assert len(first["data"]) == 50
