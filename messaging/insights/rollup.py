@@ -18,15 +18,15 @@ logger = logging.getLogger(__name__)
 
 COUNTS = ("sent", "delivered", "opened", "clicked", "bounced", "complained", "failed")
 
-# Event name -> (rollup column, payload timestamp of the occurrence, payload flag of the first occurrence).
-# Deliveries, bounces and complaints have no flag: a provider reports each once per message (a replayed
-# notification is dropped before it becomes an event).
+# Event name -> (rollup column, payload timestamp of the occurrence, payload (key, value) that makes it count).
+# Opens and clicks count at the first hit; a bounce when hard (what sets `bounced_at`; soft bounces are events
+# only). Deliveries and complaints are recorded once per email by the feedback service.
 EVENT_COUNTS = {
     "email.sent": ("sent", "sentAt", None),
     "email.delivery": ("delivered", "deliveredAt", None),
-    "email.open": ("opened", "openedAt", "isFirstOpen"),
-    "email.click": ("clicked", "clickedAt", "isFirstClick"),
-    "email.bounce": ("bounced", "bouncedAt", None),
+    "email.open": ("opened", "openedAt", ("isFirstOpen", True)),
+    "email.click": ("clicked", "clickedAt", ("isFirstClick", True)),
+    "email.bounce": ("bounced", "bouncedAt", ("bounceType", "hard")),
     "email.complaint": ("complained", "complainedAt", None),
     "email.failed": ("failed", None, None),
 }
@@ -58,8 +58,8 @@ def _increments(events) -> dict[tuple, dict[str, int]]:
         kind = EVENT_COUNTS.get(event.name)
         if kind is None:
             continue
-        column, stamp_key, first_flag = kind
-        if first_flag and event.data.get(first_flag) is not True:
+        column, stamp_key, condition = kind
+        if condition and event.data.get(condition[0]) != condition[1]:
             continue
         grouped[(event.project_id, hour_of(_occurred_at(event, stamp_key)))][column] += 1
     return grouped

@@ -17,6 +17,7 @@ from messaging.insights.registry import CampaignDirectory, CampaignInfo
 from messaging.models import Email, EmailStatsHour
 from messaging.tasks import clear_old_email_bodies_task
 from messaging.tests import test_activity
+from messaging.tests.feedback import feedback_settings_fixture, generic_post  # noqa: F401 - fixture
 
 # The end-to-end fixtures (a real send, two pixel loads and a click) of the activity tests.
 engaged, hit = test_activity.engaged, test_activity.hit
@@ -62,13 +63,35 @@ def test_send_open_click_make_the_series(engaged, secret_client):
     assert rollup() == before
 
 
+def test_provider_feedback_reaches_the_series(
+    engaged, secret_client, feedback_settings, client, django_capture_on_commit_callbacks
+):
+    """Delivery and complaint notifications through the signed generic webhook, after the real send, open and
+    click: the series shows them and agrees with a rebuild from the email row."""
+    now = iso(timezone.now())
+    events = [
+        {"id": "d-1", "type": "delivered", "emailId": str(engaged.id), "timestamp": now},
+        {"id": "c-1", "type": "complained", "emailId": str(engaged.id), "timestamp": now},
+        {"id": "c-1", "type": "complained", "emailId": str(engaged.id), "timestamp": now},  # a replay
+    ]
+    with django_capture_on_commit_callbacks(execute=True):
+        response = generic_post(client, events)
+    assert response.status_code == 200
+    today = series(secret_client)[-1]
+    assert today == {**today, "emails": 1, "delivered": 1, "opens": 1, "clicks": 1, "complaints": 1, "bounces": 0}
+    before = rollup()
+    call_command("rebuild_email_stats", stdout=open("/dev/null", "w"))  # noqa: SIM115
+    assert rollup() == before
+
+
 def test_feedback_events_count_at_their_own_time(project, secret_client, django_capture_on_commit_callbacks):
     ann = Contact.objects.create(project=project.project, email="ann@example.test")
     email_id = uuid.uuid4()
     two_hours_ago = timezone.now() - timedelta(hours=2)
     items = [
         (ann, "email.delivery", {"deliveredAt": iso(two_hours_ago)}),
-        (ann, "email.bounce", {"bounceType": "soft", "bouncedAt": iso(two_hours_ago)}),
+        (ann, "email.bounce", {"bounceType": "hard", "bouncedAt": iso(two_hours_ago)}),
+        (ann, "email.bounce", {"bounceType": "soft", "bouncedAt": iso(two_hours_ago)}),  # sets no bounced_at
         (ann, "email.complaint", {"complainedAt": iso(timezone.now())}),
         (ann, "email.open", {"openedAt": iso(timezone.now()), "isFirstOpen": False}),  # a repeat: not counted
         (ann, "email.failed", {"error": "550"}),
