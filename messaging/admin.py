@@ -1,7 +1,6 @@
 from django.contrib import admin
 from django.utils.html import format_html
 
-from accounts.services import project_enable
 from messaging.models import (
     AttachmentBundle,
     Email,
@@ -11,7 +10,7 @@ from messaging.models import (
     Template,
     WebhookReceipt,
 )
-from messaging.reputation import DISABLED_REASON, project_reputation
+from messaging.reputation import project_reputation, project_reputation_reset
 from messaging.suppression import suppression_add, suppression_remove
 from messaging.tasks import deliver_emails_task
 
@@ -191,18 +190,19 @@ class ProjectReputationAdmin(admin.ModelAdmin):
     @admin.display(description="Figures")
     def figures(self, project):
         reputation = self._reputation(project)
-        return format_html("<pre>{}</pre>", "\n".join(reputation["reasons"]) or "Within every threshold")
+        lines = [
+            f"Counted since {reputation['window']['since']}",
+            *(reputation["reasons"] or ["Within every threshold"]),
+        ]
+        return format_html("<pre>{}</pre>", "\n".join(lines))
 
-    @admin.action(description="Re-enable the selected projects")
+    @admin.action(description="Re-enable the selected projects, counting their figures from now on")
     def enable(self, request, queryset):
         count = 0
-        for project in queryset.filter(disabled=True):
-            project_enable(project=project)
+        for project in queryset:
+            project_reputation_reset(project=project)
             count += 1
-        self.message_user(
-            request,
-            f"Re-enabled {count} project(s); those disabled for {DISABLED_REASON} are judged again on their next bounce",
-        )
+        self.message_user(request, f"Re-enabled {count} project(s); their figures start again from now")
 
 
 @admin.register(EmailStatsHour)

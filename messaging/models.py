@@ -228,3 +228,14 @@ class ProjectReputation(Project):
         proxy = True
         verbose_name = "project reputation"
         verbose_name_plural = "project reputation"
+
+
+class ReputationReview(models.Model):
+    """When an operator last re-enabled a project the reputation guard had disabled: from then on its figures count
+    only the mail sent since, so the next bounce does not disable it again on the old figures."""
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    reviewed_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"{self.project_id} reviewed {self.reviewed_at:%Y-%m-%d %H:%M}"

@@ -14,8 +14,9 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from accounts.models import Project
-from accounts.services import project_disable
-from messaging.models import Email
+from accounts.services import project_disable, project_enable
+from config.api.timestamps import iso
+from messaging.models import Email, ReputationReview
 
 logger = logging.getLogger(__name__)
 
@@ -30,11 +31,12 @@ BOUNCE_CEILING_24H = 100
 COMPLAINT_CEILING_24H = 25
 
 
-def _counts(project: Project, field: str, now: datetime) -> tuple[int, int]:
-    """(last 7 days, last 24 hours) of emails whose `field` timestamp falls in them."""
-    since = {f"{field}__gte": now - WINDOW}
-    recent = Q(**{f"{field}__gte": now - CEILING_WINDOW})
-    row = Email.objects.filter(project=project, **since).aggregate(week=Count("id"), day=Count("id", filter=recent))
+def _counts(project: Project, field: str, since: datetime, day_since: datetime) -> tuple[int, int]:
+    """(window, last 24 hours) of emails whose `field` timestamp falls in them."""
+    recent = Q(**{f"{field}__gte": day_since})
+    row = Email.objects.filter(project=project, **{f"{field}__gte": since}).aggregate(
+        week=Count("id"), day=Count("id", filter=recent)
+    )
     return row["week"], row["day"]
 
 
@@ -54,9 +56,11 @@ def project_reputation(*, project: Project, now: datetime | None = None) -> dict
     """The project's bounce and complaint figures, the thresholds they are held to, and the resulting state
     (`ok`, `warning`, `critical`) with the reasons; shaped for the account security endpoint."""
     now = now or timezone.now()
-    sent = Email.objects.filter(project=project, sent_at__gte=now - WINDOW).count()
-    bounces, bounces_24h = _counts(project, "bounced_at", now)
-    complaints, complaints_24h = _counts(project, "complained_at", now)
+    reviewed_at = ReputationReview.objects.filter(project=project).values_list("reviewed_at", flat=True).first()
+    since, day_since = (max(now - span, reviewed_at or now - span) for span in (WINDOW, CEILING_WINDOW))
+    sent = Email.objects.filter(project=project, sent_at__gte=since).count()
+    bounces, bounces_24h = _counts(project, "bounced_at", since, day_since)
+    complaints, complaints_24h = _counts(project, "complained_at", since, day_since)
     bounce_rate, complaint_rate = _rate(bounces, sent), _rate(complaints, sent)
     findings = [
         (_level(bounce_rate, BOUNCE_RATE), f"bounce rate {bounce_rate}% over 7 days"),
@@ -71,6 +75,8 @@ def project_reputation(*, project: Project, now: datetime | None = None) -> dict
         "reasons": [f"{reason} ({level})" for level, reason in findings if level != "ok"],
         "window": {
             "days": WINDOW.days,
+            # Later than 7 days ago when an operator re-enabled the project since.
+            "since": iso(since),
             "sent": sent,
             "bounces": bounces,
             "complaints": complaints,
@@ -105,3 +111,11 @@ def project_reputation_guard(*, project: Project) -> dict:
     else:
         logger.warning("Project %s email reputation is %s: %s", project.id, reputation["state"], reasons)
     return reputation
+
+
+def project_reputation_reset(*, project: Project) -> None:
+    """An operator's decision after looking into a project: enable it, and judge it from now on only by the mail
+    it sends from here (otherwise the next bounce would disable it again on the figures already seen)."""
+    ReputationReview.objects.update_or_create(project=project, defaults={"reviewed_at": timezone.now()})
+    if project.disabled:
+        project_enable(project=project)
