@@ -259,7 +259,12 @@ class TimeseriesView(ApiView):
         interval = params.get("interval") or "day"
         if interval not in analytics.INTERVALS:
             raise ValidationFailed.field("interval", "interval must be day or hour", "invalid_enum_value")
-        if interval == "hour" and end - start > MAX_HOURLY_RANGE:
+        # Counted in whole hours, so that "the last 7 days" (startDate 7 days before a now that has moved on by
+        # the time the request runs) is still 7 x 24 + 1 points.
+        if (
+            interval == "hour"
+            and analytics.bucket_of(end, "hour") - analytics.bucket_of(start, "hour") > MAX_HOURLY_RANGE
+        ):
             raise ValidationFailed.field("interval", "interval hour is for ranges up to 7 days", "custom")
         series = analytics.email_timeseries(project=request.auth.project, start=start, end=end, interval=interval)
         return Response(series)

@@ -27,7 +27,8 @@ SERIES = {
 }
 
 
-def _bucket(moment: datetime, interval: str) -> datetime:
+def bucket_of(moment: datetime, interval: str) -> datetime:
+    """The start of the UTC day or hour that holds `moment`."""
     moment = hour_of(moment)
     return moment.replace(hour=0) if interval == "day" else moment
 
@@ -35,7 +36,7 @@ def _bucket(moment: datetime, interval: str) -> datetime:
 def email_timeseries(*, project: Project, start: datetime, end: datetime, interval: str) -> list[dict]:
     """One point per UTC day or hour whose interval meets [start, end], zero-filled; each point counts its whole
     interval. Reads at most 24 x 366 rollup rows, grouped by the database for days."""
-    first, last = _bucket(start, interval), _bucket(end, interval)
+    first, last = bucket_of(start, interval), bucket_of(end, interval)
     step = INTERVALS[interval]
     rows = (
         EmailStatsHour.objects.filter(project=project, hour__gte=first, hour__lt=last + step)

@@ -141,7 +141,7 @@ def test_buckets_cover_whole_intervals_and_are_zero_filled(project, secret_clien
         ("startDate=2026-03-02&endDate=2026-03-01", 422, "endDate"),
         ("startDate=2025-01-01&endDate=2026-03-01", 422, "startDate"),
         ("startDate=2026-03-01&endDate=2026-03-09&interval=hour", 422, "interval"),
-        ("startDate=2026-03-01T00:00:00Z&endDate=2026-03-08T00:00:01Z&interval=hour", 422, "interval"),
+        ("startDate=2026-03-01T00:59:59Z&endDate=2026-03-08T01:00:00Z&interval=hour", 422, "interval"),
         ("interval=week", 422, "interval"),
         ("startDate=last-monday", 422, "startDate"),
         ("endDate=2026-13-01", 422, "endDate"),
@@ -154,9 +154,11 @@ def test_timeseries_bad_input(secret_client, query, status, field):
     assert error["code"] == "VALIDATION_ERROR" and error["errors"][0]["field"] == field
 
 
-def test_hour_interval_accepts_exactly_seven_days(secret_client):
-    points = series(secret_client, interval="hour", startDate="2026-03-01T00:00:00Z", endDate="2026-03-08T00:00:00Z")
+def test_hour_interval_accepts_seven_days_of_whole_hours(secret_client):
+    points = series(secret_client, interval="hour", startDate="2026-03-01T00:00:00Z", endDate="2026-03-08T00:59:59Z")
     assert len(points) == 7 * 24 + 1
+    week_ago = (timezone.now() - timedelta(days=7)).isoformat()
+    assert len(series(secret_client, interval="hour", startDate=week_ago)) == 7 * 24 + 1
 
 
 def test_rebuild_from_email_rows(project, other_project):
