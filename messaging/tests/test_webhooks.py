@@ -1,6 +1,7 @@
 """Provider webhooks over HTTP: the providers' documented sample payloads, signed with test credentials, and what
 they do to emails, contacts, events, the suppression list and receipts."""
 
+import base64
 import hashlib
 import hmac
 import json
@@ -557,3 +558,134 @@ def test_lookup_by_provider_message_id_is_one_query(project):
     with CaptureQueriesContext(connection) as queries:
         assert email_for_feedback(event=event) == email
     assert len(queries) == 1
+
+
+# Brevo, SparkPost, Resend --------------------------------------------------------------------------------------
+
+
+def brevo_bounce(email, event="hard_bounce"):
+    """Brevo's documented transactional webhook example."""
+    return {
+        "event": event,
+        "email": email.to_email,
+        "id": 123456,
+        "date": "2026-11-22 05:00:00",
+        "ts": 1763787619,
+        "message-id": email.provider_message_id,
+        "ts_event": 1763787654,
+        "subject": email.subject,
+        "tag": '["transactionalTag"]',
+        "sending_ip": "203.0.113.5",
+        "ts_epoch": 1763787654000,
+        "reason": "550 unknown user",
+        "tags": ["transac_messages"],
+    }
+
+
+def sparkpost_bounce(email, bounce_class="10"):
+    """SparkPost's documented bounce event, in the batch array its webhooks post."""
+    return [
+        {
+            "msys": {
+                "message_event": {
+                    "type": "bounce",
+                    "bounce_class": bounce_class,
+                    "campaign_id": "Example Campaign Name",
+                    "customer_id": "1",
+                    "delv_method": "esmtp",
+                    "error_code": "550",
+                    "event_id": f"92356927693813856{bounce_class}",
+                    "friendly_from": email.from_email,
+                    "ip_address": "127.0.0.1",
+                    "message_id": "000443ee14578172be22",
+                    "msg_from": email.from_email,
+                    "num_retries": "0",
+                    "rcpt_meta": {},
+                    "rcpt_tags": [],
+                    "rcpt_to": email.to_email,
+                    "raw_rcpt_to": email.to_email,
+                    "raw_reason": "550 5.1.1 user unknown",
+                    "reason": "550 5.1.1 user unknown",
+                    "routing_domain": "example.test",
+                    "subject": email.subject,
+                    "timestamp": "1763787654",
+                    "transmission_id": email.provider_message_id,
+                }
+            }
+        },
+        {"msys": {}},  # SparkPost's "ping" entry
+    ]
+
+
+@pytest.mark.parametrize(
+    ("path", "payload", "bounce_type"),
+    [
+        ("/webhooks/brevo", brevo_bounce, "hard"),
+        ("/webhooks/brevo", lambda email: brevo_bounce(email, "soft_bounce"), "soft"),
+        ("/webhooks/sparkpost", sparkpost_bounce, "hard"),
+        ("/webhooks/sparkpost", lambda email: sparkpost_bounce(email, "22"), "soft"),
+    ],
+)
+def test_brevo_and_sparkpost_bounces(client, project, path, payload, bounce_type):
+    email = sent_email(project.project, provider_message_id="<202611220500.5787683@relay.example.test>")
+    assert post_json(client, path, payload(email)).status_code == 403, "basic auth is required"
+    assert post_json(client, path, payload(email), **basic_auth()).status_code == 200
+    email.refresh_from_db()
+    assert [data["bounceType"] for _, data in email_events(email)] == [bounce_type]
+    assert email.status == (Email.Status.BOUNCED if bounce_type == "hard" else Email.Status.SENT)
+    assert Suppression.objects.exists() is (bounce_type == "hard")
+
+
+RESEND_SECRET = "whsec_" + base64.b64encode(b"resend-test-signing-secret-32by").decode()
+
+
+def resend_post(client, payload, *, secret=RESEND_SECRET, svix_id="msg_2KWPBgLlAfxdpx2AI54pPJ85f4W", age=0):
+    body = json.dumps(payload).encode()
+    timestamp = str(int(time.time()) - age)
+    key = base64.b64decode(secret.removeprefix("whsec_"))
+    signature = base64.b64encode(hmac.new(key, f"{svix_id}.{timestamp}.".encode() + body, hashlib.sha256).digest())
+    return client.post(
+        "/webhooks/resend",
+        body,
+        content_type="application/json",
+        HTTP_SVIX_ID=svix_id,
+        HTTP_SVIX_TIMESTAMP=timestamp,
+        HTTP_SVIX_SIGNATURE=f"v1,{signature.decode()}",
+    )
+
+
+def resend_bounce(email):
+    """Resend's documented `email.bounced` example."""
+    return {
+        "type": "email.bounced",
+        "created_at": "2026-11-22T05:41:12.126Z",
+        "data": {
+            "created_at": "2026-11-22T05:41:11.894719+00:00",
+            "email_id": email.provider_message_id,
+            "from": f"Alice <{email.from_email}>",
+            "to": [email.to_email],
+            "subject": email.subject,
+            "bounce": {
+                "message": "The recipient's email provider sent a hard bounce message.",
+                "subType": "General",
+                "type": "Permanent",
+            },
+        },
+    }
+
+
+def test_resend_svix_signed_bounce(client, project, settings):
+    settings.FEEDBACK_RESEND_SIGNING_SECRET = RESEND_SECRET
+    settings.ANYMAIL = {**settings.ANYMAIL, "WEBHOOK_SECRET": []}
+    email = sent_email(project.project, provider_message_id="56761188-7520-42d8-8898-ff6fc54ce618")
+    assert (
+        resend_post(client, resend_bounce(email), secret="whsec_" + base64.b64encode(b"x" * 24).decode()).status_code
+        == 403
+    )
+    assert resend_post(client, resend_bounce(email), age=3600).status_code == 403
+    assert not WebhookReceipt.objects.exists()
+    assert resend_post(client, resend_bounce(email)).status_code == 200
+    assert resend_post(client, resend_bounce(email)).status_code == 200  # a redelivery: same svix-id
+    email.refresh_from_db()
+    assert email.status == Email.Status.BOUNCED
+    assert WebhookReceipt.objects.get().event_id == "msg_2KWPBgLlAfxdpx2AI54pPJ85f4W"
