@@ -1,10 +1,9 @@
 """Activity and analytics endpoints: parse the query, call one read of `messaging.insights`, return it."""
 
 import uuid
-from datetime import UTC, datetime, time, timedelta
+from datetime import datetime, timedelta
 
 from django.utils import timezone
-from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -30,19 +29,13 @@ END = OpenApiParameter("endDate", str, description="ISO 8601 date (the whole day
 
 
 def _date_param(params, name: str, *, end_of_day: bool = False) -> datetime | None:
-    """A timestamp, or a date meaning its first instant (its last with `end_of_day`); naive values are UTC."""
     raw = (params.get(name) or "").strip()
     if not raw:
         return None
-    try:
-        # Date first: parse_datetime would read a bare date as its midnight.
-        day = parse_date(raw)
-        value = datetime.combine(day, time.max if end_of_day else time.min) if day else parse_datetime(raw)
-    except ValueError:
-        value = None
+    value = analytics.parse_moment(raw, end_of_day=end_of_day)
     if value is None:
         raise ValidationFailed.field(name, f"{name} must be an ISO 8601 date or timestamp", "invalid_string")
-    return value if timezone.is_aware(value) else value.replace(tzinfo=UTC)
+    return value
 
 
 def _range(params, *, default_days: int | None) -> tuple[datetime | None, datetime | None]:

@@ -1,11 +1,12 @@
 """The analytics endpoints' reads: the email time series (from the hourly rollup), the most frequent events with
 their trend, and campaign figures aggregated over `Email.campaign_id` (named through the campaign directory)."""
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 
 from django.db.models import Count, F, Max, Q, Sum
 from django.db.models.functions import TruncDay
 from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
 
 from accounts.models import Project
 from config.api.timestamps import iso
@@ -25,6 +26,20 @@ SERIES = {
     "bounces": "bounced",
     "complaints": "complained",
 }
+
+
+def parse_moment(raw: str, *, end_of_day: bool = False) -> datetime | None:
+    """An ISO 8601 timestamp, or a date meaning its first instant (its last with `end_of_day`); naive values are
+    UTC. None when `raw` is neither."""
+    try:
+        # Date first: parse_datetime would read a bare date as its midnight.
+        day = parse_date(raw)
+        value = datetime.combine(day, time.max if end_of_day else time.min) if day else parse_datetime(raw)
+    except ValueError:
+        return None
+    if value is None:
+        return None
+    return value if timezone.is_aware(value) else value.replace(tzinfo=UTC)
 
 
 def bucket_of(moment: datetime, interval: str) -> datetime:

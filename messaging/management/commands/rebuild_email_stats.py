@@ -1,21 +1,19 @@
-from datetime import UTC, datetime, time
+from datetime import datetime
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db.models import Min
 from django.utils import timezone
-from django.utils.dateparse import parse_date, parse_datetime
 
+from messaging.insights.analytics import parse_moment
 from messaging.insights.rollup import email_stats_rebuild
 from messaging.models import Email
 
 
 def _moment(value: str) -> datetime:
-    moment = parse_datetime(value)
-    if moment is None and (day := parse_date(value)) is not None:
-        moment = datetime.combine(day, time.min)
+    moment = parse_moment(value)
     if moment is None:
         raise CommandError(f"Not an ISO 8601 date or timestamp: {value}")
-    return moment if timezone.is_aware(moment) else moment.replace(tzinfo=UTC)
+    return moment
 
 
 class Command(BaseCommand):
