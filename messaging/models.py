@@ -121,10 +121,7 @@ class Email(models.Model):
                 name="email_provider_message_id",
                 condition=~models.Q(provider_message_id=""),
             ),
-            # Reputation: per-project counts over a rolling window, answered from the index alone.
-            models.Index(
-                fields=["project", "sent_at"], name="email_project_sent", condition=models.Q(sent_at__isnull=False)
-            ),
+            # Reputation: per-project bounce and complaint counts over a rolling window, from the index alone.
             models.Index(
                 fields=["project", "bounced_at"],
                 name="email_project_bounced",

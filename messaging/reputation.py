@@ -2,21 +2,23 @@
 disabled before it damages the sending infrastructure that every project shares.
 
 Rates are over a rolling 7 days (hard bounces and complaints of that window over the emails sent in it) and count
-only from 100 sent emails on; the 24-hour ceilings are absolute. Each figure is one COUNT over a partial index of
-the email table, so the guard runs after every hard bounce and complaint, never per delivery.
+only from 100 sent emails on; the 24-hour ceilings are absolute. Bounces and complaints are counted over partial
+indexes of the email table and sent mail is summed from the hourly rollup, so the guard is cheap enough to run after
+every hard bounce and complaint (never per delivery).
 """
 
 import logging
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Count, Q
+from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from accounts.models import Project
 from accounts.services import project_disable, project_enable
 from config.api.timestamps import iso
-from messaging.models import Email, ReputationReview
+from messaging.insights.rollup import hour_of
+from messaging.models import Email, EmailStatsHour, ReputationReview
 
 logger = logging.getLogger(__name__)
 
@@ -34,8 +36,9 @@ COMPLAINT_CEILING_24H = 25
 def _counts(project: Project, field: str, since: datetime, day_since: datetime) -> tuple[int, int]:
     """(window, last 24 hours) of emails whose `field` timestamp falls in them."""
     recent = Q(**{f"{field}__gte": day_since})
+    # Counting the timestamp itself (not the id) keeps this an index-only scan of the partial index.
     row = Email.objects.filter(project=project, **{f"{field}__gte": since}).aggregate(
-        week=Count("id"), day=Count("id", filter=recent)
+        week=Count(field), day=Count(field, filter=recent)
     )
     return row["week"], row["day"]
 
@@ -58,7 +61,10 @@ def project_reputation(*, project: Project, now: datetime | None = None) -> dict
     now = now or timezone.now()
     reviewed_at = ReputationReview.objects.filter(project=project).values_list("reviewed_at", flat=True).first()
     since, day_since = (max(now - span, reviewed_at or now - span) for span in (WINDOW, CEILING_WINDOW))
-    sent = Email.objects.filter(project=project, sent_at__gte=since).count()
+    # Sent mail from the hourly rollup (`messaging.insights.rollup`): summing at most 169 rows instead of counting up
+    # to millions of email rows on every bounce (700 ms at 1M sent a week). Whole UTC hours, so the window may
+    # start up to an hour early; bounces and complaints are few and counted exactly, this one included.
+    sent = EmailStatsHour.objects.filter(project=project, hour__gte=hour_of(since)).aggregate(n=Sum("sent"))["n"] or 0
     bounces, bounces_24h = _counts(project, "bounced_at", since, day_since)
     complaints, complaints_24h = _counts(project, "complained_at", since, day_since)
     bounce_rate, complaint_rate = _rate(bounces, sent), _rate(complaints, sent)

@@ -121,7 +121,9 @@ def _bounced(email: Email, event: FeedbackEvent, when) -> str:
         _record_event(email, "email.bounce", bounceType=event.bounce_type, bouncedAt=iso(when))
         return "soft bounce"
     status = _status_from(_BOUNCE_FROM, S.BOUNCED)
-    if not _first_time(email, "bounced_at", when, status=status, last_error=f"Bounced: {event.detail}"[:2000]):
+    if not _first_time(
+        email, "bounced_at", when, status=status, last_error=f"Bounced: {event.detail or 'no reason given'}"[:2000]
+    ):
         return "already bounced"
     _record_event(email, "email.bounce", bounceType=HARD, bouncedAt=iso(when))
     _opted_out(email, Suppression.Reason.BOUNCE, event)
