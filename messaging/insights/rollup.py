@@ -4,7 +4,7 @@ hour of its first occurrence (the `<kind>_at` column of the email row, which the
 
 import logging
 from collections import defaultdict
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db import DatabaseError, connection, transaction
 from django.db.models import Count
@@ -44,7 +44,8 @@ EMAIL_COLUMNS = {
 
 
 def hour_of(moment: datetime) -> datetime:
-    return moment.replace(minute=0, second=0, microsecond=0)
+    """The start of the UTC hour holding `moment` (an offset such as +05:30 would otherwise cut hours elsewhere)."""
+    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
 
 
 def _occurred_at(event: Event, stamp_key: str | None) -> datetime:

@@ -125,6 +125,8 @@ def test_buckets_cover_whole_intervals_and_are_zero_filled(project, secret_clien
         {"date": "2026-03-03T00:00:00.000Z", **ZERO, "emails": 7, "delivered": 6, "clicks": 3},
     ]
     assert series(secret_client, startDate="2026-03-01", endDate="2026-03-03") == days  # dates: whole days
+    # Offsets are instants: 05:30 on the 1st in India is 00:00 UTC; the buckets stay UTC days.
+    assert series(secret_client, startDate="2026-03-01T05:30:00+05:30", endDate="2026-03-03T07:30:00+05:30") == days
     hours = series(secret_client, interval="hour", startDate="2026-03-01T22:30:00Z", endDate="2026-03-02T01:00:00Z")
     assert [(p["date"], p["emails"]) for p in hours] == [
         ("2026-03-01T22:00:00.000Z", 0),
