@@ -510,21 +510,22 @@ def test_a_bounce_for_one_projects_email_never_touches_another(client, project, 
     assert not Event.objects.filter(project=other_project.project).exists()
 
 
-def test_an_unexpected_failure_is_a_500_and_leaves_nothing_half_written(client, project, monkeypatch):
-    from messaging.feedback import services
-
-    # Fault injection inside the service: the first write (status, event) happened when it fails.
-    def broken(**kwargs):
-        raise RuntimeError("database went away")
-
-    monkeypatch.setattr(services, "suppression_add", broken)
+def test_an_unexpected_failure_is_a_500_and_leaves_nothing_half_written(client, project):
     email = sent_email(project.project)
     client.raise_request_exception = False
     events = [
         {"id": "t-1", "type": "delivered", "emailId": str(email.id)},
         {"id": "t-2", "type": "bounced", "bounceType": "hard", "emailId": str(email.id)},
     ]
-    assert generic_post(client, events).status_code == 500
+    # A real database failure half-way: the suppression table is gone when the bounce reaches it, after the
+    # delivery, the status change and the events were written.
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE messaging_suppression RENAME TO messaging_suppression_away")
+    try:
+        assert generic_post(client, events).status_code == 500
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER TABLE messaging_suppression_away RENAME TO messaging_suppression")
     email.refresh_from_db()
     assert (email.status, email.delivered_at, email.bounced_at) == (Email.Status.SENT, None, None)
     assert not WebhookReceipt.objects.exists()
@@ -532,7 +533,6 @@ def test_an_unexpected_failure_is_a_500_and_leaves_nothing_half_written(client, 
     assert Contact.objects.get(id=email.contact_id).subscribed is True
 
     # The provider retries once we are healthy again: processed in full.
-    monkeypatch.undo()
     assert generic_post(client, events).status_code == 200
     email.refresh_from_db()
     assert email.status == Email.Status.BOUNCED
