@@ -43,9 +43,7 @@ def bounce_received_message(client, received, bounce_type="hard"):
     return generic_post(client, [event])
 
 
-def test_a_hard_bounce_suppresses_the_address_for_later_sends(
-    send, smtp_sink, client, project, marketing_template
-):
+def test_a_hard_bounce_suppresses_the_address_for_later_sends(send, smtp_sink, client, project, marketing_template):
     assert send({**TRANSACTIONAL, "to": "ann@example.test", "subscribed": True}).status_code == 200
     [received] = smtp_sink.received
     email = Email.objects.get()
@@ -92,7 +90,10 @@ def test_an_address_suppressed_while_queued_is_skipped_at_delivery(
     secret_client, smtp_sink, project, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks() as callbacks:
-        assert secret_client.post("/v1/send", {**TRANSACTIONAL, "to": "ann@example.test"}, format="json").status_code == 200
+        assert (
+            secret_client.post("/v1/send", {**TRANSACTIONAL, "to": "ann@example.test"}, format="json").status_code
+            == 200
+        )
     suppression_add(project=project.project, email="ANN@example.test ", reason=Suppression.Reason.COMPLAINT)
     for callback in callbacks:
         callback()
