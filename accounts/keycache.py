@@ -19,13 +19,16 @@ from django.db import transaction
 from accounts.models import Project
 from config.cache import redis_client
 
-FIELDS = ("id", "name", "disabled", "disabled_reason", "public_key", "secret_key_hash")
+# What a request reads of its project on hot paths (/v1/send reads the tracking mode); any change to this list
+# must bump ENTRY_VERSION so entries written by the previous release are never read with the new layout.
+FIELDS = ("id", "name", "disabled", "disabled_reason", "public_key", "secret_key_hash", "tracking_mode")
+ENTRY_VERSION = 2
 STALE = "stale"
 STALE_SECONDS = 30
 
 
 def _key(digest: str) -> str:
-    return f"apikey:{digest}"
+    return f"apikey:v{ENTRY_VERSION}:{digest}"
 
 
 def enabled() -> bool:
@@ -57,7 +60,9 @@ def cached_project(digest: str) -> Project | str | None:
     values["id"] = uuid.UUID(values["id"])
     # Built as if loaded from the database with only these columns: any other field (tracking mode, ...) is
     # deferred and read fresh from the database on first access, never a silent default.
-    project = Project.from_db("default", list(FIELDS), [values[name] for name in FIELDS])
+    # from_db takes the values in the model's field order.
+    names = [field.attname for field in Project._meta.concrete_fields if field.attname in values]
+    project = Project.from_db("default", names, [values[name] for name in names])
     return project
 
 

@@ -55,10 +55,26 @@ def test_a_deleted_project_stops_authenticating(project, secret_client, admin_us
 
 
 def test_fields_outside_the_cache_are_read_fresh_not_defaulted(project):
+    from django.utils import timezone
+
     from accounts.models import Project
     from accounts.selectors import api_key_lookup
 
     api_key_lookup(token=project.keys.secret_key)  # fills the cache
-    Project.objects.filter(pk=project.id).update(tracking_mode=Project.TrackingMode.DISABLED)
+    moment = timezone.now().replace(microsecond=0)
+    Project.objects.filter(pk=project.id).update(disabled_at=moment)
+    cached = api_key_lookup(token=project.keys.secret_key).project
+    assert cached.disabled_at == moment
+
+
+def test_a_tracking_mode_change_reaches_the_next_request(project):
+    from accounts.models import Project
+    from accounts.selectors import api_key_lookup
+    from accounts.services import project_auth_changed
+
+    api_key_lookup(token=project.keys.secret_key)  # fills the cache
+    project.project.tracking_mode = Project.TrackingMode.DISABLED
+    project.project.save(update_fields=["tracking_mode"])
+    project_auth_changed(project=project.project)  # what the admin's save does
     cached = api_key_lookup(token=project.keys.secret_key).project
     assert cached.tracking_mode == Project.TrackingMode.DISABLED

@@ -27,11 +27,13 @@ class ApiViewMixin:
     1. Authenticate, but hold back an authentication error until the request has been counted: unknown keys
        are rate-limited per client address, known keys (even of the wrong kind) per project.
     2. Check permissions, then, on views with `idempotent = True`, claim the `Idempotency-Key`.
-    3. Run unsafe methods in one transaction, so a failed request writes nothing.
+    3. Run unsafe methods in one transaction, so a failed request writes nothing (views whose service is atomic
+       on its own, in one statement where it can, set `atomic_writes = False` to save the BEGIN/COMMIT).
     4. On the way out add the rate-limit headers and settle the idempotency record.
     """
 
     idempotent = False
+    atomic_writes = True
     resource_name = "Resource"
 
     def initial(self, request, *args, **kwargs):
@@ -48,7 +50,7 @@ class ApiViewMixin:
         super().initial(request, *args, **kwargs)
         if self.idempotent:
             self._claim_idempotency_key(request)
-        if request.method not in SAFE_METHODS:
+        if self.atomic_writes and request.method not in SAFE_METHODS:
             handler_name = request.method.lower()
             handler = getattr(self, handler_name, None)
             if handler is not None:

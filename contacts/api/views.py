@@ -281,6 +281,7 @@ class TrackView(ApiView):
 
     authentication_classes = [PublicKeyAuthentication]
     idempotent = True
+    atomic_writes = False  # event_track is one statement on PostgreSQL, its own transaction elsewhere
 
     @extend_schema(
         operation_id="v1_track",
