@@ -96,8 +96,8 @@ def html_to_text(html: str) -> str:
     text = _LINK.sub(lambda m: f"{_TAG.sub('', m.group(2)).strip()} ({m.group(1)})", text)
     text = _BREAK.sub("\n", text)
     text = _BLOCK_END.sub("\n\n", text)
-    text = html_lib.unescape(_TAG.sub("", text))
-    lines = (_SPACES.sub(" ", line).strip() for line in text.split("\n"))
+    text = _SPACES.sub(" ", html_lib.unescape(_TAG.sub("", text)))
+    lines = (line.strip() for line in text.split("\n"))
     return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip() + "\n"
 
 
