@@ -23,6 +23,8 @@ class Segment(models.Model):
     condition = models.JSONField(null=True, blank=True)
     track_membership = models.BooleanField(default=False)
     member_count = models.PositiveIntegerField(default=0)
+    # When member_count was last taken by a full count: the members page reuses a recent count (selectors).
+    counted_at = models.DateTimeField(null=True, blank=True)
     # Periodic recount/recompute: when it last ran, and the claim of the run in progress (never two at once).
     refreshed_at = models.DateTimeField(null=True, blank=True)
     claimed_at = models.DateTimeField(null=True, blank=True)

@@ -1,9 +1,11 @@
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from accounts.models import Project
+from config.api.pagination import Page
 from contacts.models import Contact
 from segments.conditions import condition_q
 from segments.conditions.spec import condition_fields, segment_references
@@ -25,6 +27,31 @@ def segment_members(*, segment: Segment, now: datetime | None = None) -> QuerySe
     else:
         contacts = contacts.none()
     return contacts.order_by("-created_at", "-id")
+
+
+def segment_members_page(*, segment: Segment, page: int, page_size: int) -> Page:
+    """One page of `GET /segments/:id/contacts`, newest first. The rows are live; the total is counted only when
+    the page cannot tell it.
+
+    1. Read the page plus one row: the extra row says whether more members follow.
+    2. A page that shows the end of the list (fewer rows than asked, or none on page 1) gives the exact total.
+    3. Otherwise the total is the segment's cached `memberCount` when it was counted within
+       SEGMENT_REFRESH_MINUTES (the periodic refresh keeps it so) and agrees with what the page showed; else the
+       members are counted now and the count cached, as `POST /segments/:id/refresh` would.
+    Counting a large live segment costs hundreds of milliseconds; the page itself a few."""
+    start = (page - 1) * page_size
+    rows = list(segment_members(segment=segment)[start : start + page_size + 1])
+    more = len(rows) > page_size
+    rows = rows[:page_size]
+    if (rows and not more) or (page == 1 and not rows):
+        return Page(rows=rows, page=page, page_size=page_size, total=start + len(rows))
+    fresh_since = timezone.now() - timedelta(minutes=settings.SEGMENT_REFRESH_MINUTES)
+    cached = segment.member_count
+    plausible = cached > start + len(rows) if more else cached <= start
+    if segment.counted_at is None or segment.counted_at < fresh_since or not plausible:
+        cached = segment_members(segment=segment).count()
+        Segment.objects.filter(pk=segment.pk).update(member_count=cached, counted_at=timezone.now())
+    return Page(rows=rows, page=page, page_size=page_size, total=cached)
 
 
 def segment_has_member(*, segment: Segment, contact: Contact) -> bool:

@@ -4,7 +4,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.response import Response
 
 from config.api.exceptions import BareError
-from config.api.pagination import offset_page, template_page_envelope
+from config.api.pagination import int_param, template_page_envelope
 from config.api.validation import validate
 from config.api.views import ProjectScopedViewSet
 from contacts.api.serializers import ContactOutputSerializer
@@ -83,7 +83,12 @@ class SegmentViewSet(ProjectScopedViewSet):
         responses={200: s.SegmentMembersPageSerializer, 404: ERROR, 422: ERROR},
     )
     def contacts(self, request, pk=None):
-        page = offset_page(selectors.segment_members(segment=self.get_object()), request.query_params)
+        params = request.query_params
+        page = selectors.segment_members_page(
+            segment=self.get_object(),
+            page=int_param(params, "page", default=1),
+            page_size=int_param(params, "pageSize", default=20, maximum=100),
+        )
         return Response(template_page_envelope(page, _contact_json))
 
     @extend_schema(

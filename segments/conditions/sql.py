@@ -97,14 +97,16 @@ def _activity_q(column: str, operator: str, filter_: dict, now: datetime) -> Q:
 
 
 def _segment_q(segment_id: str, operator: str, now: datetime) -> Q:
-    """Membership as `pk IN (members)`: never NULL, so the negation is exact. References were checked for
-    existence, project and cycles when the condition was saved."""
+    """Membership as `EXISTS (members with this pk)`: never NULL, so the negation is exact, and NOT EXISTS is
+    planned as an anti-join (a NOT IN over a large segment would be re-read for every contact once its list
+    outgrows PostgreSQL's work_mem). References were checked for existence, project and cycles when the condition
+    was saved."""
     from segments.selectors import segment_members  # selectors compile conditions: import on use
 
     segment = apps.get_model("segments", "Segment").objects.filter(pk=segment_id).first()
     members = segment_members(segment=segment, now=now) if segment else Contact.objects.none()
-    q = Q(pk__in=members.order_by().values("pk"))
-    return ~q if operator == "notMemberOfSegment" else q
+    exists = Exists(members.order_by().filter(pk=OuterRef("pk")))
+    return Q(~exists) if operator == "notMemberOfSegment" else Q(exists)
 
 
 def _trigger_q(rows, column: str, operator: str, filter_: dict, now: datetime) -> Q:
@@ -146,8 +148,9 @@ class DataPredicate(Expression):
         column_sql, column_params = compiler.compile(self.column)
         if column_params:
             raise ValueError("DataPredicate expects a plain column")
-        readings = _SQLITE if connection.vendor == "sqlite" else _POSTGRES
-        return _predicate(readings(column_sql, self.path), self.operator, self.value)
+        readings = (_SQLITE if connection.vendor == "sqlite" else _POSTGRES)(column_sql, self.path)
+        sql, params = _predicate(readings, self.operator, self.value)
+        return readings.for_planner(sql, self.operator, self.value), params
 
 
 class _Readings:
@@ -162,8 +165,13 @@ class _Readings:
         return f"^{pattern}{self.anchor}"
 
     def containment(self, value) -> tuple[str, list] | None:
-        """An index-friendly superset test of "the value at the path equals `value`", or None."""
+        """An index-friendly test of "the value at the path equals the string, number or boolean `value`" that the
+        planner can estimate, or None. Exact for strings and booleans; for numbers, exact decimal equality."""
         return None
+
+    def for_planner(self, sql: str, operator: str, value) -> str:
+        """The predicate as the query planner should see it."""
+        return sql
 
 
 class _SQLITE(_Readings):
@@ -254,11 +262,23 @@ class _POSTGRES(_Readings):
         return moment
 
     def containment(self, value):
-        # `data @> '{"plan": "pro"}'` can use a GIN index on data; the exact predicate is still ANDed after it.
+        # `data @> '{"plan": "pro"}'`: a GIN index on data can serve it, and the planner estimates it from the
+        # column's statistics. At a nested object path a scalar contains only an equal scalar of the same JSON
+        # type (the array exception of @> applies at the top level only), so it is type-strict equality itself.
         nested = value
         for key in reversed(self.path):
             nested = {key: nested}
         return f"({self.column} @> %s::jsonb)", [json.dumps(nested)]
+
+    def for_planner(self, sql, operator, value):
+        """Equality through containment is left as it is: the planner estimates it. Any other predicate reads the
+        value through CASE expressions that have no statistics; written as conditions, each comparison of those
+        would be guessed at 0.5 % of the rows, and a filter of several at about one row, which makes the planner
+        probe the events index once per contact. As one opaque boolean it is guessed at half the rows, an error
+        towards too many that costs a hash join at worst."""
+        if operator in ("equals", "notEquals") and not (isinstance(value, str) and DATE_ONLY.fullmatch(value)):
+            return sql
+        return f"(CASE WHEN {sql} THEN TRUE ELSE FALSE END)"
 
     def position(self, text_sql: str) -> str:
         return f"strpos({text_sql}, %s)"
@@ -279,9 +299,6 @@ def _predicate(r: _Readings, operator: str, value) -> tuple[str, list]:
         return f"({number_sql} {_COMPARE[operator]} %s)", [*number_params, as_number(value)]
     if operator in ("equals", "notEquals"):
         sql, params = _equals(r, value)
-        hint = r.containment(value) if operator == "equals" and not DATE_ONLY.fullmatch(str(value)) else None
-        if hint:
-            return f"({hint[0]} AND {sql})", [*hint[1], *params]
     else:  # contains, notContains: case-sensitive substring of a string value
         text_sql, text_params = r.text()
         sql = f"({type_sql} = 'string' AND {r.position(text_sql)} > 0)"
@@ -293,20 +310,29 @@ def _predicate(r: _Readings, operator: str, value) -> tuple[str, list]:
 
 
 def _equals(r: _Readings, value) -> tuple[str, list]:
-    type_sql, type_params = r.type()
-    if isinstance(value, bool):
-        return f"({type_sql} = %s)", [*type_params, "true" if value else "false"]
-    if isinstance(value, int | float):
-        number_sql, number_params = r.number()
-        return f"({type_sql} = 'number' AND {number_sql} = %s)", [*type_params, *number_params, float(value)]
-    text_sql, text_params = r.text()
-    if DATE_ONLY.fullmatch(value):
+    if isinstance(value, str) and DATE_ONLY.fullmatch(value):
         # The whole UTC day: any date or datetime string whose instant falls in it.
         start, end = parse_instant(value)
         instant_sql, instant_params = r.instant()
         sql = f"({instant_sql} >= %s AND {instant_sql} < %s)"
         return sql, [*instant_params, r.instant_param(start), *instant_params, r.instant_param(end)]
-    return f"({type_sql} = 'string' AND {text_sql} = %s)", [*type_params, *text_params, value]
+    type_sql, type_params = r.type()
+    if isinstance(value, bool):
+        sql, params = f"({type_sql} = %s)", [*type_params, "true" if value else "false"]
+    elif isinstance(value, int | float):
+        number_sql, number_params = r.number()
+        sql, params = f"({type_sql} = 'number' AND {number_sql} = %s)", [*type_params, *number_params, float(value)]
+    else:
+        text_sql, text_params = r.text()
+        sql, params = f"({type_sql} = 'string' AND {text_sql} = %s)", [*type_params, *text_params, value]
+    contained = r.containment(value)
+    if contained is None:
+        return sql, params
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return contained
+    # jsonb compares numbers as exact decimals, SQLite and Python as doubles (0.30000000000000001 equals 0.3), so
+    # the double reading is ORed in: the result is the double comparison, and the planner's estimate that of @>.
+    return f"({contained[0]} OR {sql})", [*contained[1], *params]
 
 
 __all__ = ["DataPredicate", "condition_q"]

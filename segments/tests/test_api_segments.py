@@ -1,8 +1,10 @@
 """Segments endpoints through HTTP: status, body and database state, and isolation between projects."""
 
 import uuid
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from contacts.models import Contact
 from segments.models import Segment
@@ -150,12 +152,34 @@ def test_members_page_is_live(secret_client, project, contacts):
     assert response.status_code == 200
     body = response.json()
     assert list(body) == ["data", "total", "page", "pageSize", "totalPages"]
-    assert (body["total"], body["page"], body["pageSize"], body["totalPages"]) == (4, 1, 2, 2)
     assert body["data"][0]["email"] == "late@example.test"
     page2 = secret_client.get(f"/segments/{segment['id']}/contacts?pageSize=2&page=2").json()
     emails = {c["email"] for c in body["data"] + page2["data"]}
     assert emails == {"late@example.test", "p0@example.test", "p1@example.test", "p2@example.test"}
     assert secret_client.get(f"/segments/{segment['id']}/contacts?pageSize=500").json()["pageSize"] == 100
+
+
+def test_members_page_total(secret_client, project, contacts):
+    """Rows are live; the total is exact when the page shows the end of the list, else the memberCount counted
+    within SEGMENT_REFRESH_MINUTES, else counted again (and cached)."""
+    segment = create(secret_client).json()
+    Contact.objects.create(project=project.project, email="late@example.test", data={"plan": "pro"})
+    url = f"/segments/{segment['id']}/contacts?pageSize=2"
+
+    def page(number):
+        body = secret_client.get(f"{url}&page={number}").json()
+        return body["total"], body["totalPages"], len(body["data"])
+
+    assert page(1) == (3, 2, 2)  # more rows follow: the count taken on create, still fresh
+    assert page(2) == (4, 2, 2)  # the end of the list is on this page: exact
+    assert secret_client.get(f"{url}&pageSize=10").json()["total"] == 4
+    assert page(3) == (3, 2, 0)  # past the end, and the cached count agrees with that
+    Segment.objects.filter(pk=segment["id"]).update(counted_at=timezone.now() - timedelta(minutes=6))
+    assert page(1) == (4, 2, 2)  # stale: counted again
+    assert secret_client.get(f"/segments/{segment['id']}").json()["memberCount"] == 4
+    Contact.objects.filter(email="late@example.test").delete()
+    Contact.objects.filter(email="p0@example.test").delete()
+    assert page(2) == (2, 1, 0)  # the cached 4 cannot be right when page 2 is empty: counted again
 
 
 def test_refresh_updates_the_cached_count(secret_client, project, contacts):
