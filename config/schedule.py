@@ -25,6 +25,13 @@ BEAT_SCHEDULE = {
         "schedule": timedelta(minutes=1),
         "options": {"expires": 50},
     },
+    # Tracking: opens and clicks queued in Redis are drained by a task the first hit schedules; this catches hits
+    # whose task was lost (broker down, worker killed).
+    "drain-tracking-hits": {
+        "task": "messaging.tasks.drain_tracking_hits_task",
+        "schedule": timedelta(minutes=1),
+        "options": {"expires": 50},
+    },
     # Segments: recompute tracked dynamic segments (entry/exit events) and refresh every cached member count, in
     # bounded batches, stalest first; each segment is claimed, so two runs never work on the same one.
     "refresh-segments": {

@@ -5,6 +5,8 @@ records `contact.subscribed` / `contact.unsubscribed` like any other change.
 """
 
 import calendar
+from collections import defaultdict
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import connection, transaction
@@ -54,6 +56,10 @@ def contact_snooze_set(*, contact: Contact, period: str | None) -> None:
 # been marked sent yet (delivery marks SENDING rows only).
 _OPEN_FROM = (Email.Status.SENT, Email.Status.DELIVERED)
 _CLICK_FROM = (Email.Status.SENT, Email.Status.DELIVERED, Email.Status.OPENED)
+_HIT_KINDS = {
+    "open": ("opened", Email.Status.OPENED, _OPEN_FROM),
+    "click": ("clicked", Email.Status.CLICKED, _CLICK_FROM),
+}
 
 
 # One statement per hit: the ORM's compilation of this conditional UPDATE and the read-back cost 2 ms of CPU per hit,
@@ -69,11 +75,10 @@ _HIT_SQL = {
 }
 
 
-def _hit(email_id, *, field: str, status: str, moves_from) -> Email | None:
+def _hit(email_id, *, field: str, status: str, moves_from, at: datetime) -> Email | None:
     """Count one hit (first-time timestamp, counter, forward-only status) and return the row with what the event
     needs; None when the email no longer exists. Under concurrent hits the row lock makes each count its own."""
-    now = timezone.now()
-    when = Email._meta.get_field("updated_at").get_db_prep_value(now, connection)
+    when = Email._meta.get_field("updated_at").get_db_prep_value(at, connection)
     from_statuses = (list(moves_from) + [moves_from[-1]] * 3)[:3]
     params = [when, *from_statuses, status, when, Email._meta.pk.get_db_prep_value(email_id, connection), when]
     with connection.cursor() as cursor:
@@ -99,40 +104,58 @@ def _hit(email_id, *, field: str, status: str, moves_from) -> Email | None:
     setattr(email, "opens" if field == "opened" else "clicks", count)
     # Only the hit whose timestamp was written is the first one, even when two arrive together.
     email.is_first_hit = bool(is_first)
-    email.hit_at = now
     return email
 
 
-def _record(email: Email, name: str, data: dict) -> None:
-    if email.contact_id is None:
-        return
-    contact = Contact(id=email.contact_id, project_id=email.project_id)
-    contact._state.adding = False
-    project = Project(id=email.project_id)
-    project._state.adding = False
-    events_record_bulk(project=project, items=[(contact, name, data)], email_ids=[email.id])
+@dataclass(frozen=True)
+class Hit:
+    """One load of an open pixel (`kind` "open") or follow of a tracked link ("click"), at the time it happened."""
+
+    kind: str
+    email_id: str
+    at: datetime
+    link: str = ""
+
+
+def _hit_event(email: Email, hit: Hit) -> tuple[str, dict]:
+    if hit.kind == "open":
+        return "email.open", email_event_data(
+            email, openedAt=iso(hit.at), opens=email.opens, isFirstOpen=email.is_first_hit
+        )
+    return "email.click", email_event_data(
+        email, link=hit.link, clickedAt=iso(hit.at), clicks=email.clicks, isFirstClick=email.is_first_hit
+    )
+
+
+def engagement_hits_record(*, hits: list[Hit]) -> list[Email | None]:
+    """Count hits in their order and record their `email.open` / `email.click` events (one INSERT per project),
+    in one transaction; returns each hit's email, None where the email no longer exists."""
+    emails: list[Email | None] = []
+    events = defaultdict(list)
+    # No savepoint: nothing to roll back to inside a request or a drain batch.
+    with transaction.atomic(savepoint=False):
+        for hit in hits:
+            field, status, moves_from = _HIT_KINDS[hit.kind]
+            email = _hit(hit.email_id, field=field, status=status, moves_from=moves_from, at=hit.at)
+            emails.append(email)
+            if email is not None and email.contact_id is not None:
+                events[email.project_id].append((email, *_hit_event(email, hit)))
+        for project_id, rows in events.items():
+            project = Project(id=project_id)
+            project._state.adding = False
+            contacts = [Contact(id=email.contact_id, project_id=project_id) for email, _, _ in rows]
+            for contact in contacts:
+                contact._state.adding = False
+            items = [(contact, name, data) for contact, (_, name, data) in zip(contacts, rows, strict=True)]
+            events_record_bulk(project=project, items=items, email_ids=[email.id for email, _, _ in rows])
+    return emails
 
 
 def email_open_record(*, email_id) -> Email | None:
-    """One load of the open pixel: count it and record `email.open`."""
-    # No savepoint: nothing to roll back to inside a request, and a hit stays three statements.
-    with transaction.atomic(savepoint=False):
-        email = _hit(email_id, field="opened", status=Email.Status.OPENED, moves_from=_OPEN_FROM)
-        if email is not None:
-            data = email_event_data(
-                email, openedAt=iso(email.hit_at), opens=email.opens, isFirstOpen=email.is_first_hit
-            )
-            _record(email, "email.open", data)
-    return email
+    """One load of the open pixel, counted now: `email.open` with the counter and whether it was the first."""
+    return engagement_hits_record(hits=[Hit("open", str(email_id), timezone.now())])[0]
 
 
 def email_click_record(*, email_id, link: str) -> Email | None:
-    """One follow of a tracked link: count it and record `email.click` with the link."""
-    with transaction.atomic(savepoint=False):
-        email = _hit(email_id, field="clicked", status=Email.Status.CLICKED, moves_from=_CLICK_FROM)
-        if email is not None:
-            data = email_event_data(
-                email, link=link, clickedAt=iso(email.hit_at), clicks=email.clicks, isFirstClick=email.is_first_hit
-            )
-            _record(email, "email.click", data)
-    return email
+    """One follow of a tracked link, counted now: `email.click` with the link."""
+    return engagement_hits_record(hits=[Hit("click", str(email_id), timezone.now(), link)])[0]

@@ -3,6 +3,7 @@ from django.conf import settings
 
 from messaging.delivery import emails_deliver, emails_sweep
 from messaging.feedback.services import receipts_purge
+from messaging.hits import tracking_hits_drain
 from messaging.insights.retention import email_bodies_clear
 
 # acks_late + reject_on_worker_lost: a worker killed mid-batch leaves its message on the broker for another
@@ -36,3 +37,8 @@ def clear_old_email_bodies_task() -> int:
 @shared_task(ignore_result=True)
 def purge_webhook_receipts_task() -> int:
     return receipts_purge()
+
+
+@shared_task(ignore_result=True)
+def drain_tracking_hits_task() -> int:
+    return tracking_hits_drain()

@@ -1,7 +1,7 @@
 """The public tracking endpoints: `GET /o/<token>` (open pixel) and `GET /c/<token>` (click redirect).
 
-Each hit is one UPDATE, one read of the row and one event INSERT (`messaging.engagement`). A bad token is a 404
-and records nothing.
+A hit is counted through `messaging.hits` (queued for a worker when the cache is Redis, written at once otherwise);
+the answer never depends on the database. A bad token is a 404 and records nothing.
 """
 
 import base64
@@ -11,7 +11,7 @@ from django.http import HttpResponse, HttpResponseNotFound, HttpResponseRedirect
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from messaging.engagement import email_click_record, email_open_record
+from messaging.hits import tracking_hit
 from messaging.tracking import click_token_read, open_token_read
 
 PIXEL = base64.b64decode("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7")
@@ -31,7 +31,7 @@ def open_pixel(request, token: str) -> HttpResponse:
     except _BAD_TOKEN:
         return HttpResponseNotFound(headers=_NO_CACHE)
     # A valid token of an email deleted since still gets its image (no broken picture); nothing is counted.
-    email_open_record(email_id=email_id)
+    tracking_hit(kind="open", email_id=email_id)
     return HttpResponse(PIXEL, content_type="image/gif", headers=_NO_CACHE)
 
 
@@ -47,5 +47,5 @@ def click_redirect(request, token: str) -> HttpResponse:
             status=404,
         )
     # The target came from our own signature: follow it even when the email row has since been deleted.
-    email_click_record(email_id=email_id, link=url)
+    tracking_hit(kind="click", email_id=email_id, link=url)
     return HttpResponseRedirect(url, headers=_NO_CACHE)

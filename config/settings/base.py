@@ -296,6 +296,8 @@ DELIVERY_BATCH_SIZE = env.int("DELIVERY_BATCH_SIZE", default=50)
 SEND_RATE_PER_PROJECT_PER_SECOND = env.float("SEND_RATE_PER_PROJECT_PER_SECOND", default=0)
 # A mailbox for `List-Unsubscribe: <mailto:...>` besides the https link; empty = https only.
 UNSUBSCRIBE_MAILBOX = env.str("UNSUBSCRIBE_MAILBOX", default="")
+# Opens and clicks wait in Redis this long after the first of a burst, then a worker writes them in one batch.
+TRACKING_HITS_DRAIN_SECONDS = env.float("TRACKING_HITS_DRAIN_SECONDS", default=1.0)
 
 # Segments
 # How often tracked segments are recomputed and counts refreshed (the beat entry runs every 5 minutes and takes

@@ -1,0 +1,110 @@
+"""Opens and clicks queued in Redis: the endpoints answer without the database, a drain writes the hits in order
+with the times they happened, and a real worker does it on its own behind a real web server."""
+
+import json
+import os
+
+import httpx
+import pytest
+import redis
+from django.core.cache import caches
+from django.utils import timezone
+
+from config.celery import app
+from config.tests.processes import celery_worker, gunicorn_server, wait_until
+from contacts.models import Contact, Event
+from messaging.hits import tracking_hits_drain
+from messaging.models import Email
+from messaging.tracking import click_token, open_token
+
+REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/6")
+
+
+@pytest.fixture
+def redis_cache(settings):
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
+    except redis.RedisError:
+        pytest.skip(f"needs Redis at {REDIS_URL}")
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    cache = caches["default"]
+    cache.delete_many(["tracking:hits", "tracking:hits:lock"])
+    yield cache
+    cache.delete_many(["tracking:hits", "tracking:hits:lock"])
+
+
+def _raw(cache):
+    return cache._cache.get_client(write=True)
+
+
+def _sent_email(project) -> Email:
+    contact = Contact.objects.create(project=project.project, email="ann@example.test")
+    return Email.objects.create(
+        project=project.project,
+        contact=contact,
+        to_email=contact.email,
+        from_email="a@alice.test",
+        subject="S",
+        status=Email.Status.SENT,
+    )
+
+
+def _data(name: str) -> list[dict]:
+    """The events of `name` by their counter (one batch's events share their creation time)."""
+    return sorted((e.data for e in Event.objects.filter(name=name)), key=lambda d: d.get("opens", d.get("clicks")))
+
+
+@pytest.mark.django_db
+def test_hits_wait_in_redis_and_a_drain_writes_them_in_order_with_their_own_times(client, project, redis_cache):
+    email = _sent_email(project)
+    raw = _raw(redis_cache)
+    raw.set(redis_cache.make_and_validate_key("tracking:hits:lock"), "a drain is running")  # holds the queue
+    before = timezone.now()
+    assert client.get(f"/o/{open_token(email.id)}").status_code == 200
+    assert client.get(f"/o/{open_token(email.id)}").status_code == 200
+    assert client.get(f"/c/{click_token(email.id, 'https://shop.example/sale')}").status_code == 302
+    email.refresh_from_db()
+    assert (email.opens, email.clicks, email.status) == (0, 0, Email.Status.SENT)
+    assert raw.llen(redis_cache.make_and_validate_key("tracking:hits")) == 3
+
+    raw.delete(redis_cache.make_and_validate_key("tracking:hits:lock"))
+    assert tracking_hits_drain() == 3
+    email.refresh_from_db()
+    assert (email.opens, email.clicks, email.status) == (2, 1, Email.Status.CLICKED)
+    assert before <= email.opened_at <= email.clicked_at < timezone.now()
+    opens = _data("email.open")
+    assert [(d["opens"], d["isFirstOpen"]) for d in opens] == [(1, True), (2, False)]
+    assert opens[0]["openedAt"] == email.opened_at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    [click] = _data("email.click")
+    assert (click["link"], click["clicks"], click["isFirstClick"]) == ("https://shop.example/sale", 1, True)
+    assert tracking_hits_drain() == 0
+
+
+@pytest.mark.django_db
+def test_a_hit_for_a_deleted_email_and_a_malformed_entry_are_dropped(project, redis_cache):
+    email = _sent_email(project)
+    raw = _raw(redis_cache)
+    queue = redis_cache.make_and_validate_key("tracking:hits")
+    raw.rpush(queue, b"not json")
+    raw.rpush(queue, json.dumps(["open", "8e0f0a51-4c4b-4a41-9a6b-2b1b0f1d2c3e", timezone.now().isoformat(), ""]))
+    raw.rpush(queue, json.dumps(["open", str(email.id), timezone.now().isoformat(), ""]))
+    assert tracking_hits_drain() == 3
+    email.refresh_from_db()
+    assert email.opens == 1 and raw.llen(queue) == 0
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_writes_the_hits_a_web_server_queued(project, redis_cache):
+    email = _sent_email(project)
+    app.conf.task_always_eager = False
+    try:
+        with celery_worker(CACHE_URL=REDIS_URL), gunicorn_server(CACHE_URL=REDIS_URL) as base:
+            for _ in range(3):
+                assert httpx.get(f"{base}/o/{open_token(email.id)}").status_code == 200
+            wait_until(
+                lambda: Email.objects.get(pk=email.pk).opens == 3, timeout=30, what="the worker to count three opens"
+            )
+    finally:
+        app.conf.task_always_eager = True
+    assert [d["opens"] for d in _data("email.open")] == [1, 2, 3]
