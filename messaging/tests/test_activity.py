@@ -313,7 +313,8 @@ def test_filters_on_another_projects_contact_or_email_find_nothing(engaged, othe
     assert feed(other_client, emailId=str(engaged.id))["data"] == []
 
 
-def test_a_page_costs_the_same_few_queries(secret_client, project, ann, django_assert_max_num_queries):
+def test_a_page_costs_the_same_few_queries(secret_client, project, ann, django_assert_max_num_queries, settings):
+    settings.API_KEY_CACHE_SECONDS = 300  # as with Redis in production: the key lookup is not the page's cost
     _events(project.project, ann, 50)
     secret_client.get("/activity")  # warms the key cache
     # The page (contacts joined) and the first page's count.
