@@ -63,6 +63,9 @@ CASES = [
     (one("data.address.city", "equals", "Oslo"), {"dan"}),
     (one("data.address.zip", "equals", "0150"), {"dan"}),
     (one("data.tags.0", "equals", "a"), set()),  # paths do not index arrays
+    (one("data.tags", "equals", "a"), set()),  # nor does equality look into them (PostgreSQL's @> would at the top)
+    (one("data.score", "equals", 7.5), {"bob"}),
+    (one("data.plan", "notEquals", "pro"), {"bob", "cat", "dan", "fay"}),  # null is present; eve lacks the key
     # a YYYY-MM-DD value matches the whole UTC day, offsets converted
     (one("data.signup", "equals", "2026-01-05"), {"ann", "bob", "dan", "fay"}),
     (one("data.signup", "equals", "2026-01-06"), {"cat"}),
