@@ -5,9 +5,9 @@ records `contact.subscribed` / `contact.unsubscribed` like any other change.
 """
 
 import calendar
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -62,49 +62,17 @@ _HIT_KINDS = {
 }
 
 
-# One statement per hit: the ORM's compilation of this conditional UPDATE and the read-back cost 2 ms of CPU per hit,
-# the statement itself a fraction of that. PostgreSQL and SQLite (3.35+) both return the updated row.
-_HIT_SQL = {
-    field: (
-        f"UPDATE messaging_email SET {field}_at = COALESCE({field}_at, %s), {count} = {count} + 1, "  # noqa: S608
-        "status = CASE WHEN status IN (%s, %s, %s) THEN %s ELSE status END, updated_at = %s "
-        f"WHERE id = %s RETURNING project_id, contact_id, {count}, {field}_at = %s, message_id, subject, "
-        "from_email, template_id, campaign_id, workflow_id, source"
-    )
-    for field, count in (("opened", "opens"), ("clicked", "clicks"))
-}
-
-
-def _hit(email_id, *, field: str, status: str, moves_from, at: datetime) -> Email | None:
-    """Count one hit (first-time timestamp, counter, forward-only status) and return the row with what the event
-    needs; None when the email no longer exists. Under concurrent hits the row lock makes each count its own."""
-    when = Email._meta.get_field("updated_at").get_db_prep_value(at, connection)
-    from_statuses = (list(moves_from) + [moves_from[-1]] * 3)[:3]
-    params = [when, *from_statuses, status, when, Email._meta.pk.get_db_prep_value(email_id, connection), when]
-    with connection.cursor() as cursor:
-        cursor.execute(_HIT_SQL[field], params)
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    project_id, contact_id, count, is_first, message_id, subject, from_email, template_id, campaign_id, *rest = row
-    workflow_id, source = rest
-    uuid_field = Email._meta.pk
-    email = Email(
-        id=uuid_field.to_python(email_id),
-        project_id=uuid_field.to_python(project_id),
-        contact_id=uuid_field.to_python(contact_id) if contact_id else None,
-        message_id=message_id,
-        subject=subject,
-        from_email=from_email,
-        template_id=uuid_field.to_python(template_id) if template_id else None,
-        campaign_id=uuid_field.to_python(campaign_id) if campaign_id else None,
-        workflow_id=uuid_field.to_python(workflow_id) if workflow_id else None,
-        source=source,
-    )
-    setattr(email, "opens" if field == "opened" else "clicks", count)
-    # Only the hit whose timestamp was written is the first one, even when two arrive together.
-    email.is_first_hit = bool(is_first)
-    return email
+# One statement per kind of hit for a whole batch: each email's counter goes up by its number of hits, its first-time
+# timestamp is set by its earliest hit unless set before, and the updated rows come back with what the events need.
+# The ORM cannot express UPDATE ... FROM (VALUES ...); PostgreSQL and SQLite (3.35+) both run this one.
+_HITS_SQL = (
+    "WITH v (id, hits, first_at, last_at) AS (VALUES {rows}) "
+    "UPDATE messaging_email SET {field}_at = COALESCE({field}_at, v.first_at), {count} = {count} + v.hits, "
+    "status = CASE WHEN status IN (%s, %s, %s) THEN %s ELSE status END, updated_at = v.last_at "
+    "FROM v WHERE messaging_email.id = v.id "
+    "RETURNING messaging_email.id, project_id, contact_id, {count}, {field}_at, message_id, subject, from_email, "
+    "template_id, campaign_id, workflow_id, source"
+)
 
 
 @dataclass(frozen=True)
@@ -117,29 +85,89 @@ class Hit:
     link: str = ""
 
 
-def _hit_event(email: Email, hit: Hit) -> tuple[str, dict]:
-    if hit.kind == "open":
-        return "email.open", email_event_data(
-            email, openedAt=iso(hit.at), opens=email.opens, isFirstOpen=email.is_first_hit
+def _prep(field_name: str, value):
+    return Email._meta.get_field(field_name).get_db_prep_value(value, connection)
+
+
+def _moment(value) -> datetime:
+    """A timestamp read back by a raw query as an aware datetime (SQLite returns it naive, in UTC)."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value if timezone.is_aware(value) else timezone.make_aware(value, UTC)
+
+
+def _count_hits(kind: str, hits: list[Hit]) -> dict[str, tuple[Email, bool]]:
+    """Count the hits of one kind (first-time timestamp, counter, forward-only status); returns, per email id that
+    still exists, the row with what the events need and whether these hits include its first one."""
+    field, status, moves_from = _HIT_KINDS[kind]
+    by_email: dict[str, list[Hit]] = defaultdict(list)
+    for hit in hits:
+        by_email[hit.email_id].append(hit)
+    params = []
+    for email_id, own in by_email.items():
+        params += [_prep("id", email_id), len(own), _prep("updated_at", own[0].at), _prep("updated_at", own[-1].at)]
+    params += [*(list(moves_from) + [moves_from[-1]] * 3)[:3], status]
+    count = "opens" if kind == "open" else "clicks"
+    rows = ", ".join(["(%s, %s, %s, %s)"] * len(by_email))
+    with connection.cursor() as cursor:
+        cursor.execute(_HITS_SQL.format(field=field, count=count, rows=rows), params)
+        returned = cursor.fetchall()
+    counted = {}
+    for row in returned:
+        email_id, project_id, contact_id, total, first_at, message_id, subject, from_email, *rest = row
+        template_id, campaign_id, workflow_id, source = rest
+        uuid_of = Email._meta.pk.to_python
+        email = Email(
+            id=uuid_of(email_id),
+            project_id=uuid_of(project_id),
+            contact_id=uuid_of(contact_id) if contact_id else None,
+            message_id=message_id,
+            subject=subject,
+            from_email=from_email,
+            template_id=uuid_of(template_id) if template_id else None,
+            campaign_id=uuid_of(campaign_id) if campaign_id else None,
+            workflow_id=uuid_of(workflow_id) if workflow_id else None,
+            source=source,
+            **{count: total},
         )
+        key = str(email.id)
+        # Only the batch whose earliest hit wrote the timestamp holds the first hit, even when two batches race.
+        counted[key] = (email, _moment(first_at) == by_email[key][0].at)
+    return counted
+
+
+def _hit_event(email: Email, hit: Hit, number: int, first: bool) -> tuple[str, dict]:
+    if hit.kind == "open":
+        return "email.open", email_event_data(email, openedAt=iso(hit.at), opens=number, isFirstOpen=first)
     return "email.click", email_event_data(
-        email, link=hit.link, clickedAt=iso(hit.at), clicks=email.clicks, isFirstClick=email.is_first_hit
+        email, link=hit.link, clickedAt=iso(hit.at), clicks=number, isFirstClick=first
     )
 
 
 def engagement_hits_record(*, hits: list[Hit]) -> list[Email | None]:
-    """Count hits in their order and record their `email.open` / `email.click` events (one INSERT per project),
-    in one transaction; returns each hit's email, None where the email no longer exists."""
+    """Count hits and record their `email.open` / `email.click` events (one INSERT per project), in one transaction
+    and in the order given; returns each hit's email, None where the email no longer exists."""
     emails: list[Email | None] = []
     events = defaultdict(list)
     # No savepoint: nothing to roll back to inside a request or a drain batch.
     with transaction.atomic(savepoint=False):
+        counted = {}
+        for kind in _HIT_KINDS:
+            own = [hit for hit in hits if hit.kind == kind]
+            counted[kind] = _count_hits(kind, own) if own else {}
+        per_email = Counter((hit.kind, hit.email_id) for hit in hits)
+        seen: Counter = Counter()
         for hit in hits:
-            field, status, moves_from = _HIT_KINDS[hit.kind]
-            email = _hit(hit.email_id, field=field, status=status, moves_from=moves_from, at=hit.at)
+            email, first = counted[hit.kind].get(hit.email_id, (None, False))
             emails.append(email)
-            if email is not None and email.contact_id is not None:
-                events[email.project_id].append((email, *_hit_event(email, hit)))
+            if email is None:
+                continue
+            total = getattr(email, "opens" if hit.kind == "open" else "clicks")
+            position = seen[hit.kind, hit.email_id]
+            seen[hit.kind, hit.email_id] += 1
+            if email.contact_id is not None:
+                number = total - per_email[hit.kind, hit.email_id] + position + 1
+                events[email.project_id].append((email, *_hit_event(email, hit, number, first and position == 0)))
         for project_id, rows in events.items():
             project = Project(id=project_id)
             project._state.adding = False

@@ -108,3 +108,29 @@ def test_a_worker_writes_the_hits_a_web_server_queued(project, redis_cache):
     finally:
         app.conf.task_always_eager = True
     assert [d["opens"] for d in _data("email.open")] == [1, 2, 3]
+
+
+@pytest.mark.django_db
+def test_one_batch_counts_interleaved_hits_of_several_emails_each_in_order(project):
+    from messaging.engagement import Hit, engagement_hits_record
+
+    first = _sent_email(project)
+    second = Email.objects.create(
+        project=project.project,
+        contact=first.contact,
+        to_email="ann@example.test",
+        from_email="a@alice.test",
+        subject="T",
+        status=Email.Status.SENT,
+    )
+    now = timezone.now()
+    plan = [("open", first), ("open", second), ("open", first), ("click", first), ("click", second), ("open", first)]
+    hits = [Hit(kind, str(email.id), now, "https://x.example/" if kind == "click" else "") for kind, email in plan]
+    assert all(engagement_hits_record(hits=hits))
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert (first.opens, first.clicks, second.opens, second.clicks) == (3, 1, 1, 1)
+    opens = [e.data for e in Event.objects.filter(name="email.open", email_id=first.id)]
+    assert sorted((d["opens"], d["isFirstOpen"]) for d in opens) == [(1, True), (2, False), (3, False)]
+    [later] = [e.data for e in Event.objects.filter(name="email.open", email_id=second.id)]
+    assert (later["opens"], later["isFirstOpen"]) == (1, True)
