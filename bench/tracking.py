@@ -1,5 +1,7 @@
 """Open-pixel and click-redirect endpoints: gunicorn on PostgreSQL + Redis, 50 connections, every hit on one of
-1,000 sent emails (each hit updates the email row and records an `email.open` / `email.click` event).
+1,000 sent emails, with a Celery worker writing the queued hits (each updates the email row and records an
+`email.open` / `email.click` event). After the runs it waits until every answered hit is written and reports how
+long that took.
 
     python bench/tracking.py [--seconds 15] [--runs 3] [--workers 4]
 """
@@ -9,6 +11,7 @@ import json
 import os
 import statistics
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -63,9 +66,10 @@ def seed(env: dict, count: int) -> tuple[list[str], list[str]]:
 
 def run(base: str, key: str, paths: list[str], seconds: int, runs: int) -> dict:
     lua = REQUEST_LUA.replace("{PATHS}", "{" + ",".join(f'"{p}"' for p in paths) + "}")
-    wrk(base + "/", key=key, connections=50, seconds=3, request_lua=lua)  # warm-up
+    warm_up = wrk(base + "/", key=key, connections=50, seconds=3, request_lua=lua)
     results = [wrk(base + "/", key=key, connections=50, seconds=seconds, request_lua=lua) for _ in range(runs)]
     return {
+        "answered": warm_up["requests"] + sum(r["requests"] for r in results),
         "median_requests_per_second": statistics.median(r["requests_per_second"] for r in results),
         "median_p50_ms": statistics.median(r["p50_ms"] for r in results),
         "median_p99_ms": statistics.median(r["p99_ms"] for r in results),
@@ -84,14 +88,33 @@ def main() -> None:
     env = bench_env("herald_bench_tracking")
     project = setup_project(env)
     opens, clicks = seed(env, 1000)
-    with gunicorn(env, port=args.port, workers=args.workers) as base:
+    from django.db.models import Sum
+
+    from config.tests.processes import celery_worker
+    from messaging.models import Email
+
+    with (
+        celery_worker(concurrency=1, CACHE_URL=env["CACHE_URL"]),
+        gunicorn(env, port=args.port, workers=args.workers) as base,
+    ):
         result = {
             "benchmark": "tracking",
-            "gunicorn": f"{args.workers} sync workers",
+            "gunicorn": f"{args.workers} sync workers; 1 Celery worker (concurrency 1) writing the hits",
             "machine": machine(),
             "open_pixel": run(base, project["secretKey"], opens, args.seconds, args.runs),
             "click_redirect": run(base, project["secretKey"], clicks, args.seconds, args.runs),
         }
+        answered = result["open_pixel"]["answered"] + result["click_redirect"]["answered"]
+        started = time.perf_counter()
+        while True:
+            totals = Email.objects.aggregate(opens=Sum("opens"), clicks=Sum("clicks"))
+            written = (totals["opens"] or 0) + (totals["clicks"] or 0)
+            if written >= answered or time.perf_counter() - started > 300:
+                break
+            time.sleep(0.5)
+        result["hits_written"] = written
+        result["hits_answered"] = answered
+        result["seconds_to_write_the_backlog_after_the_last_run"] = round(time.perf_counter() - started, 1)
     print(json.dumps(result, indent=2))
 
 
