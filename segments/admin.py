@@ -32,10 +32,11 @@ class SegmentAdmin(admin.ModelAdmin):
     raw_id_fields = ["project"]
     fields = [
         "id", "project", "name", "description", "type", "condition_readable", "track_membership", "member_count",
-        "refreshed_at", "created_at", "updated_at",
+        "counted_at", "refreshed_at", "created_at", "updated_at",
     ]  # fmt: skip
     readonly_fields = [
-        "id", "project", "type", "condition_readable", "member_count", "refreshed_at", "created_at", "updated_at",
+        "id", "project", "type", "condition_readable", "member_count", "counted_at", "refreshed_at", "created_at",
+        "updated_at",
     ]  # fmt: skip
     ordering = ["-created_at"]
     actions = ["recompute_now"]
