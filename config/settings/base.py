@@ -105,6 +105,13 @@ else:
     # A health check costs a round trip at the start of every request; off by default, since a broken
     # persistent connection is discarded after its first error anyway.
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DATABASE_CONN_HEALTH_CHECKS", default=False)
+    # Server-side parameters let psycopg prepare the statements a process runs again and again (from the fifth
+    # run), so PostgreSQL stops re-planning every key lookup, upsert and insert. Turn off behind a connection pooler
+    # in transaction mode (PgBouncer < 1.21), which cannot keep prepared statements.
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env.bool(
+        "DATABASE_SERVER_SIDE_BINDING", default=True
+    ):
+        DATABASES["default"].setdefault("OPTIONS", {}).update(server_side_binding=True, prepare_threshold=5)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "accounts.User"
 
