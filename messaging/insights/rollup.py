@@ -100,6 +100,8 @@ def on_events_recorded(sender, project, events, **kwargs) -> None:
     """Receiver of `contacts.signals.events_recorded`, which fires once the events are committed. A failure here
     must not fail the send or the tracking hit that recorded them: it is logged, and `rebuild_email_stats`
     repairs the hours concerned."""
+    if not any(event.name in EVENT_COUNTS for event in events):  # /v1/track's events: no transaction to open
+        return
     try:
         with transaction.atomic():
             email_stats_add(events=events)
