@@ -6,14 +6,16 @@ from config.api.exceptions import ErrorCode, error_json_response
 from config.views import ConfigView, HealthView
 
 urlpatterns = [
+    # The busiest routes first (tracking endpoints, /v1/track, /v1/send): Django tries the patterns in order.
+    path("", include("messaging.pages_urls")),
+    path("", include("contacts.api.urls")),
+    path("", include("messaging.api.urls")),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("config", ConfigView.as_view(), name="config"),
     path("health", HealthView.as_view(), name="health"),
     path("", include("accounts.api.urls")),
-    path("", include("contacts.api.urls")),
-    path("", include("messaging.api.urls")),
     path("", include("campaigns.api.urls")),
     path("", include("segments.api.urls")),
     path("", include("workflows.api.urls")),

@@ -14,6 +14,5 @@ urlpatterns = [
     ),
     path("templates/<str:pk>/duplicate", templates({"post": "duplicate"}), name="template-duplicate"),
     path("templates/<str:pk>/usage", templates({"get": "usage"}), name="template-usage"),
-    path("", include("messaging.pages_urls")),
     path("", include("messaging.api.activity_urls")),
 ]
