@@ -13,7 +13,6 @@ import uuid
 from dataclasses import dataclass, field, replace
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import Project
@@ -23,6 +22,7 @@ from contacts.models import Contact
 from contacts.services import contact_upsert, normalize_email
 from domains.services import sender_domain_for
 from messaging import rendering, send_input
+from messaging.dispatch import enqueue_delivery
 from messaging.links import PAGES, system_links
 from messaging.mime import Attachment, insert_before_body_end
 from messaging.models import AttachmentBundle, Email, EmailType, Template
@@ -281,20 +281,3 @@ def email_send_test(*, project: Project, to: Address, content: SendContent, samp
     email.save(force_insert=True)
     enqueue_delivery([email.id])
     return email
-
-
-def enqueue_delivery(email_ids: list) -> None:
-    """Hand the ids to delivery workers once the rows are committed; a broker failure only delays them."""
-    from messaging.tasks import deliver_emails_task
-
-    size = settings.DELIVERY_BATCH_SIZE
-    batches = [[str(i) for i in email_ids[start : start + size]] for start in range(0, len(email_ids), size)]
-
-    def publish() -> None:
-        for batch in batches:
-            try:
-                deliver_emails_task.delay(batch)
-            except Exception:
-                logger.exception("Could not queue %d email(s) for delivery; the sweeper will send them", len(batch))
-
-    transaction.on_commit(publish)

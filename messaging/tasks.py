@@ -2,6 +2,7 @@ from celery import shared_task
 from django.conf import settings
 
 from messaging.delivery import emails_deliver, emails_sweep
+from messaging.dispatch import emails_dispatch
 from messaging.feedback.services import receipts_purge
 from messaging.hits import tracking_hits_drain
 from messaging.insights.retention import email_bodies_clear
@@ -20,7 +21,13 @@ def deliver_emails_task(email_ids: list[str]) -> int:
 
 
 @shared_task(ignore_result=True)
+def dispatch_emails_task() -> int:
+    return emails_dispatch()
+
+
+@shared_task(ignore_result=True)
 def sweep_emails_task() -> int:
+    emails_dispatch()
     overdue = emails_sweep()
     for start in range(0, len(overdue), 50):
         deliver_emails_task.delay([str(i) for i in overdue[start : start + 50]])

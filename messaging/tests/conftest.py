@@ -1,6 +1,12 @@
+import os
+
 import pytest
+import redis
+from django.core.cache import caches
 
 from messaging.tests.smtp import start_sink
+
+REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/6")
 
 
 @pytest.fixture
@@ -24,3 +30,17 @@ def send(secret_client, django_capture_on_commit_callbacks):
             return secret_client.post("/v1/send", body, format="json", **extra)
 
     return post
+
+
+@pytest.fixture
+def redis_cache(settings):
+    """Redis as the cache, as in production (the tracking and delivery queues use it); skipped without Redis."""
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
+    except redis.RedisError:
+        pytest.skip(f"needs Redis at {REDIS_URL}")
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    cache = caches["default"]
+    cache.clear()
+    yield cache
+    cache.clear()

@@ -2,12 +2,9 @@
 with the times they happened, and a real worker does it on its own behind a real web server."""
 
 import json
-import os
 
 import httpx
 import pytest
-import redis
-from django.core.cache import caches
 from django.utils import timezone
 
 from config.celery import app
@@ -15,22 +12,8 @@ from config.tests.processes import celery_worker, gunicorn_server, wait_until
 from contacts.models import Contact, Event
 from messaging.hits import tracking_hits_drain
 from messaging.models import Email
+from messaging.tests.conftest import REDIS_URL
 from messaging.tracking import click_token, open_token
-
-REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/6")
-
-
-@pytest.fixture
-def redis_cache(settings):
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
-    except redis.RedisError:
-        pytest.skip(f"needs Redis at {REDIS_URL}")
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
-    cache = caches["default"]
-    cache.delete_many(["tracking:hits", "tracking:hits:lock"])
-    yield cache
-    cache.delete_many(["tracking:hits", "tracking:hits:lock"])
 
 
 def _raw(cache):

@@ -1,0 +1,83 @@
+"""Handing accepted emails to the delivery workers.
+
+With Redis as the cache (production), a committed email's id is appended to a Redis list, one command per request,
+and the request that finds the list empty schedules `dispatch_emails_task`. That task takes the waiting ids and
+publishes delivery tasks of up to `DELIVERY_BATCH_SIZE` emails each. A Celery publish costs several times the
+append, and under load the ids of many single-recipient requests travel in one delivery task, which then sends
+them over one SMTP connection.
+
+Without Redis (the embedded default), or when Redis cannot be reached, the delivery tasks are published at once.
+
+Nothing accepted is lost on the way: the rows are QUEUED in the database before their ids move, and the sweeper
+(every minute) dispatches what is waiting in the list and re-publishes QUEUED rows whose task never came. A row
+dispatched twice is claimed once (`messaging.delivery.emails_claim`).
+"""
+
+import logging
+
+from django.conf import settings
+from django.core.cache import caches
+from django.db import transaction
+
+from config.cache import redis_client
+
+logger = logging.getLogger(__name__)
+_QUEUE = "delivery:waiting"
+_TAKE = 1000
+
+
+def _publish(email_ids: list[str]) -> None:
+    from messaging.tasks import deliver_emails_task
+
+    size = settings.DELIVERY_BATCH_SIZE
+    for start in range(0, len(email_ids), size):
+        batch = email_ids[start : start + size]
+        try:
+            deliver_emails_task.delay(batch)
+        except Exception:
+            logger.exception("Could not queue %d email(s) for delivery; the sweeper will send them", len(batch))
+
+
+def _schedule_dispatch() -> None:
+    from messaging.tasks import dispatch_emails_task
+
+    try:
+        dispatch_emails_task.delay()
+    except Exception:  # the sweeper dispatches the list within a minute
+        logger.exception("Could not schedule the dispatch of waiting emails")
+
+
+def _hand_over(email_ids: list[str]) -> None:
+    client = redis_client(caches["default"])
+    if client is not None:
+        try:
+            length = client.rpush(caches["default"].make_and_validate_key(_QUEUE), *email_ids)
+        except Exception:
+            logger.exception("Delivery queue unavailable; publishing the delivery tasks directly")
+        else:
+            if length == len(email_ids):  # the list was empty: nobody has scheduled a dispatch yet
+                _schedule_dispatch()
+            return
+    _publish(email_ids)
+
+
+def enqueue_delivery(email_ids: list) -> None:
+    """Hand the ids to delivery workers once the rows are committed; a broker failure only delays them."""
+    ids = [str(email_id) for email_id in email_ids]
+    if ids:
+        transaction.on_commit(lambda: _hand_over(ids))
+
+
+def emails_dispatch() -> int:
+    """Publish delivery tasks for the ids waiting in the list (oldest first); returns how many were taken."""
+    client = redis_client(caches["default"])
+    if client is None:
+        return 0
+    queue = caches["default"].make_and_validate_key(_QUEUE)
+    taken = 0
+    while True:
+        raw = client.lpop(queue, _TAKE)
+        if not raw:
+            return taken
+        _publish([value.decode() for value in raw])
+        taken += len(raw)

@@ -1,0 +1,60 @@
+"""Accepted emails reach the workers through the Redis delivery queue: every one is delivered once, those whose
+dispatch was lost are picked up by the sweeper, and a real worker does it all on its own."""
+
+import pytest
+
+from config.celery import app
+from config.tests.processes import celery_worker, wait_until
+from messaging.dispatch import emails_dispatch
+from messaging.models import Email
+from messaging.tasks import sweep_emails_task
+from messaging.tests.conftest import REDIS_URL
+
+BODY = {"from": "hi@alice.test", "subject": "Hello", "body": "<p>Hi</p>"}
+
+
+def _queue_length(cache) -> int:
+    return cache._cache.get_client(write=True).llen(cache.make_and_validate_key("delivery:waiting"))
+
+
+@pytest.mark.django_db
+def test_single_recipient_sends_are_delivered_once_through_the_queue(send, smtp_sink, redis_cache):
+    for n in range(3):
+        assert send({**BODY, "to": f"r{n}@example.test"}).status_code == 200
+    assert sorted(m.rcpt_tos[0] for m in smtp_sink.received) == [f"r{n}@example.test" for n in range(3)]
+    assert set(Email.objects.values_list("status", flat=True)) == {Email.Status.SENT}
+    assert _queue_length(redis_cache) == 0
+
+
+@pytest.mark.django_db
+def test_ids_whose_dispatch_was_lost_are_sent_by_the_sweeper(send, smtp_sink, redis_cache):
+    app.conf.task_always_eager = False  # no worker consumes the broker: the dispatch task is never run
+    try:
+        for n in range(2):
+            assert send({**BODY, "to": f"late{n}@example.test"}).status_code == 200
+    finally:
+        app.conf.task_always_eager = True
+    assert smtp_sink.received == [] and _queue_length(redis_cache) == 2
+    sweep_emails_task.delay()
+    assert sorted(m.rcpt_tos[0] for m in smtp_sink.received) == ["late0@example.test", "late1@example.test"]
+    assert emails_dispatch() == 0
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_delivers_single_sends_that_went_through_the_queue(secret_client, redis_cache):
+    from messaging.tests.smtp import start_sink
+
+    sink, controller = start_sink()
+    app.conf.task_always_eager = False
+    try:
+        with celery_worker(EMAIL_URL=f"smtp://{sink.host}:{sink.port}", CACHE_URL=REDIS_URL):
+            for n in range(6):
+                response = secret_client.post("/v1/send", {**BODY, "to": f"w{n}@example.test"}, format="json")
+                assert response.status_code == 200
+            wait_until(lambda: len(sink.received) >= 6, timeout=60, what="six messages at the SMTP server")
+            wait_until(lambda: Email.objects.filter(status="SENT").count() == 6, timeout=30, what="rows marked SENT")
+    finally:
+        app.conf.task_always_eager = True
+        controller.stop()
+    assert sorted(m.rcpt_tos[0] for m in sink.received) == [f"w{n}@example.test" for n in range(6)]
