@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 import uuid
@@ -86,6 +87,8 @@ def main() -> None:
     args = parser.parse_args()
     fresh_database("herald_bench_tracking")
     env = bench_env("herald_bench_tracking")
+    for url in (env["CACHE_URL"], env["CELERY_BROKER_URL"]):  # hits and tasks left by an earlier run
+        subprocess.run(["redis-cli", "-u", url, "FLUSHDB"], check=True, capture_output=True)
     project = setup_project(env)
     opens, clicks = seed(env, 1000)
     from django.db.models import Sum

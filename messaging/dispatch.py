@@ -55,7 +55,9 @@ def _hand_over(email_ids: list[str]) -> None:
         except Exception:
             logger.exception("Delivery queue unavailable; publishing the delivery tasks directly")
         else:
-            if length == len(email_ids):  # the list was empty: nobody has scheduled a dispatch yet
+            # The list was empty (nobody has scheduled a dispatch yet), or this append crossed another thousand
+            # waiting ids (in case the scheduled dispatch was lost).
+            if length == len(email_ids) or (length - len(email_ids)) // _TAKE != length // _TAKE:
                 _schedule_dispatch()
             return
     _publish(email_ids)

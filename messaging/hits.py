@@ -2,7 +2,8 @@
 worker writes them in batches (`messaging.engagement.engagement_hits_record`, in the order they arrived).
 
 The first hit pushed onto an empty list schedules a drain `TRACKING_HITS_DRAIN_SECONDS` later, so a burst costs
-one task; a beat entry drains every minute as well, for hits whose task was lost. Hits carry their own time, so
+one task (every thousandth waiting hit schedules another, and a beat entry drains every minute, in case a task was
+lost). Hits carry their own time, so
 `openedAt` / `clickedAt` are when the reader opened or clicked, not when the batch was written; counts and
 `email.open` / `email.click` events appear within seconds.
 
@@ -68,7 +69,8 @@ def tracking_hit(*, kind: str, email_id: str, link: str = "") -> None:
         except Exception:
             logger.exception("Tracking hit queue unavailable; counting the hit now")
         else:
-            if length == 1:
+            # The first hit of a burst schedules the drain; every thousandth one again, in case that task was lost.
+            if length % 1000 == 1:
                 _schedule_drain()
             return
     engagement_hits_record(hits=[hit])
