@@ -1,6 +1,6 @@
 """Writes of segments. Every condition goes through segments.conditions.condition_validate before it is stored."""
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -12,7 +12,7 @@ from django.utils.text import slugify
 from accounts.models import Project
 from config.api.exceptions import Conflict, ValidationFailed
 from contacts.models import Contact
-from contacts.services import contact_upsert, events_record_bulk, normalize_email
+from contacts.services import contact_upsert, events_record_bulk, events_record_for_contacts, normalize_email
 from segments.conditions import condition_validate
 from segments.models import Segment, SegmentMembership, SegmentType
 from segments.receivers import forget_tracked
@@ -198,8 +198,8 @@ def segment_compute(*, segment: Segment) -> ComputeResult:
     2. Exits: one UPDATE stamps `exited_at = now` on current members that the live condition no longer selects.
     3. Entries: one INSERT ... SELECT of the live contacts, whose ON CONFLICT re-opens former members' rows and
        leaves current members alone; every row it writes gets `entered_at = now`.
-    4. The moved contacts are read back by those stamps (one query each, streamed), and their
-       `segment.<slug>.entry` / `.exit` events recorded in bulk, a chunk at a time, through the contacts event hook.
+    4. The moved contacts' `segment.<slug>.entry` / `.exit` events are recorded from those stamps by the contacts
+       app's set-based recorder (one INSERT ... SELECT on PostgreSQL), which announces them like any event.
     5. Count the open memberships into the cached count.
     The condition is evaluated in the database twice and no id list crosses to Python and back."""
     if segment.type != SegmentType.DYNAMIC or not segment.track_membership:
@@ -217,10 +217,14 @@ def segment_compute(*, segment: Segment) -> ComputeResult:
         removed = memberships.filter(gone, exited_at=None).update(exited_at=now)
         added = _enter_live(segment, live, now)
         slug = segment_slug(segment)
+        data = {"segmentId": str(segment.id), "segmentName": segment.name}
         for stamp, kind in (({"entered_at": now, "exited_at": None}, "entry"), ({"exited_at": now}, "exit")):
-            moved = Contact.objects.filter(pk__in=memberships.filter(**stamp).values("contact_id"))
-            for chunk in _chunks(moved.iterator(chunk_size=COMPUTE_CHUNK)):
-                _record_moves(segment, chunk, f"segment.{slug}.{kind}")
+            events_record_for_contacts(
+                project=segment.project,
+                contact_ids=memberships.filter(**stamp).values("contact_id"),
+                name=f"segment.{slug}.{kind}",
+                data=data,
+            )
         segment.member_count = memberships.filter(exited_at=None).count()
         segment.counted_at = now
         segment.save(update_fields=["member_count", "counted_at"])
@@ -259,27 +263,6 @@ def _enter_live(segment: Segment, live, now) -> int:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.rowcount
-
-
-# Memory stays bounded whatever the size of the move: contacts are streamed and their events written a chunk at a
-# time.
-COMPUTE_CHUNK = 2000
-
-
-def _chunks(rows: Iterable) -> Iterator[list]:
-    chunk = []
-    for row in rows:
-        chunk.append(row)
-        if len(chunk) == COMPUTE_CHUNK:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
-def _record_moves(segment: Segment, contacts: list[Contact], name: str) -> None:
-    data = {"segmentId": str(segment.id), "segmentName": segment.name}
-    events_record_bulk(project=segment.project, items=[(c, name, data) for c in contacts])
 
 
 # A claim older than this belongs to a worker that died: the next run may take the segment over.

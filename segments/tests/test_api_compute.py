@@ -77,7 +77,7 @@ def test_slug_falls_back_to_the_id(secret_client, project):
 
 
 def test_compute_works_in_chunks(secret_client, project, monkeypatch):
-    monkeypatch.setattr("segments.services.COMPUTE_CHUNK", 2)
+    monkeypatch.setattr("contacts.services.EVENTS_CHUNK", 2)
     for index in range(5):
         Contact.objects.create(project=project.project, email=f"c{index}@example.test", data={"plan": "pro"})
     segment = create(secret_client, name="Chunked", trackMembership=True).json()
