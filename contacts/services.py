@@ -53,8 +53,9 @@ def _announce(project: Project, events: list[Event]) -> None:
         return
 
     def send() -> None:
-        for event in events:
-            event_recorded.send(sender=Event, project=project, contact=event.contact, event=event)
+        if event_recorded.has_listeners(Event):  # each event's contact is loaded for it unless already at hand
+            for event in events:
+                event_recorded.send(sender=Event, project=project, contact=event.contact, event=event)
         events_recorded.send(sender=Event, project=project, events=events)
 
     transaction.on_commit(send)
@@ -125,12 +126,11 @@ def events_record_for_contacts(*, project: Project, contact_ids: QuerySet, name:
             [project.id, name, json.dumps(data), now, *selected_params],
         )
         rows = cursor.fetchall()
-    events = []
-    for event_id, contact_id in rows:
-        event = Event(id=event_id, project=project, name=name, data=data, created_at=now)
-        event.contact = _contact_stub(project, contact_id)
-        event._state.adding = False
-        events.append(event)
+    fields = ("id", "project_id", "contact_id", "name", "email_id", "data", "created_at")
+    events = [
+        Event.from_db(connection.alias, fields, (event_id, project.id, contact_id, name, None, data, now))
+        for event_id, contact_id in rows
+    ]
     _announce(project, events)
     return len(events)
 
