@@ -1,6 +1,6 @@
 """Contacts and events benchmarks, under gunicorn with PostgreSQL and Redis (the issue's "Done when").
 
-    python bench/contacts_bench.py track  [--seconds 20] [--workers 4] [--runs 3]   # POST /v1/track, 50 connections
+    python bench/contacts_bench.py track  [--seconds 20] [--workers 2 --threads 4] [--runs 3]   # POST /v1/track, 50 connections
     python bench/contacts_bench.py import [--rows 50000]                            # 5 MB CSV, end to end
     python bench/contacts_bench.py search [--contacts 1000000] [--requests 300]     # GET /contacts?search= at 1M
 
@@ -237,8 +237,8 @@ def main() -> None:
     parser.add_argument("which", choices=["track", "import", "search"])
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--connections", type=int, default=50)
-    parser.add_argument("--workers", type=int, default=4)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=4, help="> 1: gthread workers (keep-alive), as `make run`")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--rows", type=int, default=50000)
     parser.add_argument("--users", type=int, default=10000, help="track: distinct contacts the events spread over")

@@ -2,7 +2,7 @@
 one new recipient with data and a rendered template. Delivery is excluded (no worker runs; the tasks wait in
 Redis), so the figure is what the API accepts: validation, contact upsert, rendering, the email row, the task.
 
-    python bench/send_accept.py [--seconds 20] [--workers 4] [--runs 3]
+    python bench/send_accept.py [--seconds 20] [--workers 2 --threads 4] [--runs 3]
 """
 
 import argparse
@@ -33,7 +33,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--connections", type=int, default=50)
-    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=4, help="> 1: gthread workers (keep-alive), as `make run`")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--port", type=int, default=18002)
     args = parser.parse_args()
@@ -42,7 +43,7 @@ def main() -> None:
     env = bench_env("herald_bench_send", API_RATE_LIMIT_PER_MINUTE="100000000")
     project = setup_project(env)
     runs = []
-    with gunicorn(env, port=args.port, workers=args.workers) as base:
+    with gunicorn(env, port=args.port, workers=args.workers, threads=args.threads) as base:
         options = dict(
             key=project["secretKey"],
             connections=args.connections,
@@ -58,7 +59,7 @@ def main() -> None:
             {
                 "benchmark": "send_accept",
                 "connections": args.connections,
-                "gunicorn": f"{args.workers} sync workers",
+                "gunicorn": f"{args.workers} workers x {args.threads} threads",
                 "machine": machine(),
                 "median_requests_per_second": statistics.median(r["requests_per_second"] for r in runs),
                 "median_p50_ms": statistics.median(r["p50_ms"] for r in runs),

@@ -3,7 +3,7 @@
 `email.open` / `email.click` event). After the runs it waits until every answered hit is written and reports how
 long that took.
 
-    python bench/tracking.py [--seconds 15] [--runs 3] [--workers 4]
+    python bench/tracking.py [--seconds 15] [--runs 3] [--workers 2 --threads 4]
 """
 
 import argparse
@@ -82,7 +82,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=int, default=15)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=4, help="> 1: gthread workers (keep-alive), as `make run`")
     parser.add_argument("--port", type=int, default=18003)
     args = parser.parse_args()
     fresh_database("herald_bench_tracking")
@@ -98,11 +99,11 @@ def main() -> None:
 
     with (
         celery_worker(concurrency=1, CACHE_URL=env["CACHE_URL"]),
-        gunicorn(env, port=args.port, workers=args.workers) as base,
+        gunicorn(env, port=args.port, workers=args.workers, threads=args.threads) as base,
     ):
         result = {
             "benchmark": "tracking",
-            "gunicorn": f"{args.workers} sync workers; 1 Celery worker (concurrency 1) writing the hits",
+            "gunicorn": f"{args.workers} workers x {args.threads} threads; 1 Celery worker (concurrency 1) writing the hits",
             "machine": machine(),
             "open_pixel": run(base, project["secretKey"], opens, args.seconds, args.runs),
             "click_redirect": run(base, project["secretKey"], clicks, args.seconds, args.runs),
