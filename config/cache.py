@@ -17,3 +17,15 @@ def redis_client(cache: BaseCache):
         client = cache._cache.get_client(write=True)
         cache._herald_redis_client = client
     return client
+
+
+def list_push(cache: BaseCache, name: str, values: list[str]) -> bool | None:
+    """Append `values` to the Redis list `name` (a work queue drained by a Celery task). Returns whether the caller
+    should schedule the task: the list was empty before (nobody has), or it just crossed another thousand waiting
+    values (in case the scheduled task was lost). None when the cache is not Redis; Redis errors propagate."""
+    client = redis_client(cache)
+    if client is None:
+        return None
+    length = client.rpush(cache.make_and_validate_key(name), *values)
+    before = length - len(values)
+    return before == 0 or before // 1000 != length // 1000

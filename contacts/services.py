@@ -246,6 +246,8 @@ _CONTACT_FIELDS = ("id", "project_id", "email", "subscribed", "snoozed_until", "
 def _pg_upsert(
     project: Project, email: str, changes: DataChanges, subscribed: bool, event: Event | None = None
 ) -> tuple[Contact, str] | None:
+    """Run `_PG_UPSERT` (with `event` inserted too when given) and announce a created or changed contact; returns
+    the contact and "created" / "updated" / "unchanged", or None when a concurrent insert won the race."""
     params = {
         "project": project.id,
         "email": email,
@@ -268,6 +270,8 @@ def _pg_upsert(
     if isinstance(contact.data, str):
         contact.data = json.loads(contact.data)
     contact.project = project
+    if outcome != "unchanged":
+        _announce_changed(project.id, contact.id)
     return contact, outcome
 
 
@@ -308,8 +312,6 @@ def contact_upsert(
             resubscribed = not created and contact_subscription_set(
                 contact=contact, subscribed=subscribed, source=source
             )
-            if outcome != "unchanged":
-                _announce_changed(project.id, contact.id)
             return UpsertResult(
                 contact=contact,
                 created=created,
@@ -444,8 +446,6 @@ def event_track(
         if upserted is not None:
             contact, outcome = upserted
             event.contact = contact
-            if outcome != "unchanged":
-                _announce_changed(project.id, contact.id)
             _announce(project, [event])
             return TrackResult(contact=contact, event=event, created=outcome == "created")
     with transaction.atomic():

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.core.cache import caches
 from django.db import transaction
 
-from config.cache import redis_client
+from config.cache import list_push, redis_client
 
 logger = logging.getLogger(__name__)
 _QUEUE = "delivery:waiting"
@@ -48,19 +48,15 @@ def _schedule_dispatch() -> None:
 
 
 def _hand_over(email_ids: list[str]) -> None:
-    client = redis_client(caches["default"])
-    if client is not None:
-        try:
-            length = client.rpush(caches["default"].make_and_validate_key(_QUEUE), *email_ids)
-        except Exception:
-            logger.exception("Delivery queue unavailable; publishing the delivery tasks directly")
-        else:
-            # The list was empty (nobody has scheduled a dispatch yet), or this append crossed another thousand
-            # waiting ids (in case the scheduled dispatch was lost).
-            if length == len(email_ids) or (length - len(email_ids)) // _TAKE != length // _TAKE:
-                _schedule_dispatch()
-            return
-    _publish(email_ids)
+    try:
+        schedule = list_push(caches["default"], _QUEUE, email_ids)
+    except Exception:
+        logger.exception("Delivery queue unavailable; publishing the delivery tasks directly")
+        schedule = None
+    if schedule is None:
+        _publish(email_ids)
+    elif schedule:
+        _schedule_dispatch()
 
 
 def enqueue_delivery(email_ids: list) -> None:

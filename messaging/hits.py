@@ -21,20 +21,12 @@ from django.conf import settings
 from django.core.cache import caches
 from django.utils import timezone
 
-from config.cache import redis_client
+from config.cache import list_push, redis_client
 from messaging.engagement import Hit, engagement_hits_record
 
 logger = logging.getLogger(__name__)
 _QUEUE = "tracking:hits"
 _LOCK_SECONDS = 300
-
-
-def _client():
-    return redis_client(caches["default"])
-
-
-def _key(name: str) -> str:
-    return caches["default"].make_and_validate_key(name)
 
 
 def _dumps(hit: Hit) -> str:
@@ -62,26 +54,25 @@ def _schedule_drain() -> None:
 def tracking_hit(*, kind: str, email_id: str, link: str = "") -> None:
     """Count one pixel load (`kind` "open") or link follow ("click") of `email_id`."""
     hit = Hit(kind, str(email_id), timezone.now(), link)
-    client = _client()
-    if client is not None:
-        try:
-            length = client.rpush(_key(_QUEUE), _dumps(hit))
-        except Exception:
-            logger.exception("Tracking hit queue unavailable; counting the hit now")
-        else:
-            # The first hit of a burst schedules the drain; every thousandth one again, in case that task was lost.
-            if length % 1000 == 1:
-                _schedule_drain()
-            return
-    engagement_hits_record(hits=[hit])
+    try:
+        schedule = list_push(caches["default"], _QUEUE, [_dumps(hit)])
+    except Exception:
+        logger.exception("Tracking hit queue unavailable; counting the hit now")
+        schedule = None
+    if schedule is None:
+        engagement_hits_record(hits=[hit])
+    elif schedule:
+        _schedule_drain()
 
 
 def tracking_hits_drain(*, batch_size: int = 1000, max_batches: int = 200) -> int:
     """Write queued hits in batches, oldest first; one drain at a time. Returns how many were taken."""
-    client = _client()
+    cache = caches["default"]
+    client = redis_client(cache)
     if client is None:
         return 0
-    queue, lock, token = _key(_QUEUE), _key(f"{_QUEUE}:lock"), uuid.uuid4().hex
+    queue, lock = cache.make_and_validate_key(_QUEUE), cache.make_and_validate_key(f"{_QUEUE}:lock")
+    token = uuid.uuid4().hex
     if not client.set(lock, token, nx=True, ex=_LOCK_SECONDS):
         return 0
     taken = 0
