@@ -65,10 +65,10 @@ def seed(env: dict, count: int) -> tuple[list[str], list[str]]:
     return opens, clicks
 
 
-def run(base: str, key: str, paths: list[str], seconds: int, runs: int) -> dict:
+def run(base: str, key: str, paths: list[str], seconds: int, runs: int, connections: int) -> dict:
     lua = REQUEST_LUA.replace("{PATHS}", "{" + ",".join(f'"{p}"' for p in paths) + "}")
-    warm_up = wrk(base + "/", key=key, connections=50, seconds=3, request_lua=lua)
-    results = [wrk(base + "/", key=key, connections=50, seconds=seconds, request_lua=lua) for _ in range(runs)]
+    warm_up = wrk(base + "/", key=key, connections=connections, seconds=3, request_lua=lua)
+    results = [wrk(base + "/", key=key, connections=connections, seconds=seconds, request_lua=lua) for _ in range(runs)]
     return {
         "answered": warm_up["requests"] + sum(r["requests"] for r in results),
         "median_requests_per_second": statistics.median(r["requests_per_second"] for r in results),
@@ -84,6 +84,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4, help="> 1: gthread workers (keep-alive), as `make run`")
+    parser.add_argument("--connections", type=int, default=50)
     parser.add_argument("--port", type=int, default=18003)
     args = parser.parse_args()
     fresh_database("herald_bench_tracking")
@@ -105,8 +106,9 @@ def main() -> None:
             "benchmark": "tracking",
             "gunicorn": f"{args.workers} workers x {args.threads} threads; 1 Celery worker (concurrency 1) writing the hits",
             "machine": machine(),
-            "open_pixel": run(base, project["secretKey"], opens, args.seconds, args.runs),
-            "click_redirect": run(base, project["secretKey"], clicks, args.seconds, args.runs),
+            "connections": args.connections,
+            "open_pixel": run(base, project["secretKey"], opens, args.seconds, args.runs, args.connections),
+            "click_redirect": run(base, project["secretKey"], clicks, args.seconds, args.runs, args.connections),
         }
         answered = result["open_pixel"]["answered"] + result["click_redirect"]["answered"]
         started = time.perf_counter()

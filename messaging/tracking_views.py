@@ -2,6 +2,9 @@
 
 A hit is counted through `messaging.hits` (queued for a worker when the cache is Redis, written at once otherwise);
 the answer never depends on the database. A bad token is a 404 and records nothing.
+
+`tracking_hit_answer` is the whole endpoint for a valid token; the Django views below and the WSGI fast path
+(`messaging.tracking_wsgi`, which answers valid tokens in front of Django's middleware) both call it.
 """
 
 import base64
@@ -9,13 +12,14 @@ import base64
 from django.core import signing
 from django.http import HttpResponse, HttpResponseNotFound, HttpResponseRedirect
 from django.shortcuts import render
+from django.utils.encoding import iri_to_uri
 from django.views.decorators.http import require_GET
 
 from messaging.hits import tracking_hit
 from messaging.tracking import click_token_read, open_token_read
 
 PIXEL = base64.b64decode("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7")
-_NO_CACHE = {
+NO_CACHE = {
     # Every load must reach us to be counted (mail client and proxy caches).
     "Cache-Control": "no-store, no-cache, must-revalidate, private, max-age=0",
     "Pragma": "no-cache",
@@ -24,28 +28,36 @@ _NO_CACHE = {
 _BAD_TOKEN = (signing.BadSignature, ValueError, TypeError)
 
 
+def tracking_hit_answer(kind: str, token: str) -> str | None:
+    """Count the hit of a valid `token` ("open" or "click"); returns where to send the reader (the percent-encoded
+    click target, "" for the pixel), or None for a token we did not sign: nothing is counted then."""
+    try:
+        if kind == "open":
+            email_id, target = open_token_read(token), ""
+        else:
+            email_id, target = click_token_read(token)
+    except _BAD_TOKEN:
+        return None
+    # A valid token of an email deleted since still gets its image or redirect; nothing is counted then.
+    tracking_hit(kind=kind, email_id=email_id, link=target)
+    return iri_to_uri(target)
+
+
 @require_GET
 def open_pixel(request, token: str) -> HttpResponse:
-    try:
-        email_id = open_token_read(token)
-    except _BAD_TOKEN:
-        return HttpResponseNotFound(headers=_NO_CACHE)
-    # A valid token of an email deleted since still gets its image (no broken picture); nothing is counted.
-    tracking_hit(kind="open", email_id=email_id)
-    return HttpResponse(PIXEL, content_type="image/gif", headers=_NO_CACHE)
+    if tracking_hit_answer("open", token) is None:
+        return HttpResponseNotFound(headers=NO_CACHE)
+    return HttpResponse(PIXEL, content_type="image/gif", headers=NO_CACHE)
 
 
 @require_GET
 def click_redirect(request, token: str) -> HttpResponse:
-    try:
-        email_id, url = click_token_read(token)
-    except _BAD_TOKEN:
+    target = tracking_hit_answer("click", token)
+    if target is None:
         return render(
             request,
             "messaging/message.html",
             {"title": "Link not valid", "text": "This link is not valid. Please use the link from your email."},
             status=404,
         )
-    # The target came from our own signature: follow it even when the email row has since been deleted.
-    tracking_hit(kind="click", email_id=email_id, link=url)
-    return HttpResponseRedirect(url, headers=_NO_CACHE)
+    return HttpResponseRedirect(target, headers=NO_CACHE)
