@@ -10,6 +10,11 @@ _request_id: ContextVar[str] = ContextVar("request_id", default="-")
 _ACCEPTED_ID = re.compile(r"^[A-Za-z0-9._:-]{8,128}$")
 
 
+def request_id_for(incoming: str) -> str:
+    """The caller's id when it is acceptable, else a new one."""
+    return incoming if _ACCEPTED_ID.match(incoming) else str(uuid.uuid4())
+
+
 def current_request_id() -> str:
     return _request_id.get()
 
@@ -27,8 +32,7 @@ class RequestIdMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        incoming = request.META.get("HTTP_X_REQUEST_ID", "")
-        request_id = incoming if _ACCEPTED_ID.match(incoming) else str(uuid.uuid4())
+        request_id = request_id_for(request.META.get("HTTP_X_REQUEST_ID", ""))
         token = _request_id.set(request_id)
         request.request_id = request_id
         try:

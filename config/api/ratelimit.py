@@ -1,7 +1,7 @@
 """Per-project request rate limit: a fixed 60-second window counted in the shared cache.
 
 A fixed window never lets more than the limit through in one window and `RateLimit-Remaining` only falls inside
-it. With Redis the count is one pipelined INCR + EXPIRE; other cache backends use add + incr.
+it. With Redis the count is one pipelined INCR + EXPIRE NX; other cache backends use add + incr.
 """
 
 import logging
@@ -37,7 +37,8 @@ def _increment(key: str, timeout: int) -> int:
     client = redis_client(cache)
     if client is not None:
         full_key = cache.make_and_validate_key(key)
-        pipe = client.pipeline()
+        # No MULTI/EXEC: every request repeats the EXPIRE NX, so a counter left without one is fixed by the next.
+        pipe = client.pipeline(transaction=False)
         pipe.incr(full_key)
         pipe.expire(full_key, timeout, nx=True)
         count, _ = pipe.execute()

@@ -127,14 +127,14 @@ _STRICT_TYPES = [
 ]
 
 
-def _type_errors(field, value: Any, path: list) -> list[dict]:
+def type_errors(field, value: Any, path: list) -> list[dict]:
     """Wrong JSON types under `field`, found before DRF gets the chance to coerce them."""
     if value is None:
         return []
     if isinstance(field, serializers.ListSerializer | serializers.ListField):
         if not isinstance(value, list):
             return []  # DRF reports not_a_list itself
-        return [e for index, item in enumerate(value) for e in _type_errors(field.child, item, [*path, index])]
+        return [e for index, item in enumerate(value) for e in type_errors(field.child, item, [*path, index])]
     if isinstance(field, serializers.Serializer):
         if not isinstance(value, dict):
             return []
@@ -142,7 +142,7 @@ def _type_errors(field, value: Any, path: list) -> list[dict]:
             e
             for name, child in field.fields.items()
             if not child.read_only and child.source != "*" and name in value
-            for e in _type_errors(child, value[name], [*path, name])
+            for e in type_errors(child, value[name], [*path, name])
         ]
     for field_class, accepted, expected in _STRICT_TYPES:
         if isinstance(field, field_class):
@@ -162,9 +162,9 @@ def _type_errors(field, value: Any, path: list) -> list[dict]:
 def validate(serializer_class, data: Any, *, context: dict | None = None, partial: bool = False) -> dict:
     """Validate `data` with `serializer_class`; return validated data or raise 422 VALIDATION_ERROR."""
     serializer = serializer_class(data=data, context=context or {}, partial=partial)
-    type_errors = _type_errors(serializer, data, [])
-    if type_errors:
-        raise ValidationFailed(type_errors)
+    wrong_types = type_errors(serializer, data, [])
+    if wrong_types:
+        raise ValidationFailed(wrong_types)
     if not serializer.is_valid():
         raise ValidationFailed(flatten_errors(serializer.errors, serializer, data))
     return serializer.validated_data

@@ -1,17 +1,17 @@
 """Open and click tracking end to end: send through a real SMTP server, follow the pixel and the links in the
 received HTML, and check the email row and the events."""
 
-import io
 import re
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from django.core import signals, signing
-from django.db import close_old_connections, connection, connections
+from django.core import signing
+from django.db import connection, connections
 from django.test import Client
 
 from accounts.models import Project
+from config.tests.wsgi import wsgi_call
 from contacts.models import Contact, Event
 from messaging.links import system_links
 from messaging.models import Email
@@ -236,57 +236,29 @@ def test_page_links_in_a_transactional_body_stay_untracked(send, smtp_sink):
     assert smtp_sink.received[0].message["List-Unsubscribe"].startswith("<http://localhost:8000/unsubscribe/")
 
 
-def wsgi_get(path: str, method: str = "GET") -> tuple[str, dict, bytes]:
-    """Call the deployed WSGI application (`config.wsgi`, what gunicorn serves) as a server would."""
-    from config.wsgi import application
-
-    environ = {
-        "REQUEST_METHOD": method,
-        "PATH_INFO": path,
-        "QUERY_STRING": "",
-        "SERVER_NAME": "localhost",
-        "SERVER_PORT": "8000",
-        "HTTP_HOST": "localhost",
-        "SERVER_PROTOCOL": "HTTP/1.1",
-        "wsgi.url_scheme": "http",
-        "wsgi.input": io.BytesIO(b""),
-        "wsgi.errors": io.StringIO(),
-    }
-    answer = {}
-
-    def start_response(status, headers, exc_info=None):
-        answer["status"], answer["headers"] = status, dict(headers)
-
-    # As Django's test client does: a finished request must not close the test's database connection.
-    signals.request_started.disconnect(close_old_connections)
-    signals.request_finished.disconnect(close_old_connections)
-    try:
-        body = b"".join(application(environ, start_response))
-    finally:
-        signals.request_started.connect(close_old_connections)
-        signals.request_finished.connect(close_old_connections)
-    return answer["status"], answer["headers"], body
-
-
 def test_the_served_application_answers_hits_in_front_of_django(project):
     email = Email.objects.create(
         project=project.project, to_email="x@example.test", from_email="a@alice.test", subject="S", status="SENT"
     )
-    status, headers, body = wsgi_get(f"/o/{open_token(email.id)}")
-    assert (status, headers["Content-Type"], body[:6]) == ("200 OK", "image/gif", b"GIF89a")
-    assert "no-store" in headers["Cache-Control"]
+    pixel = wsgi_call("GET", f"/o/{open_token(email.id)}")
+    assert (pixel.status, pixel.headers["Content-Type"], pixel.body[:6]) == (200, "image/gif", b"GIF89a")
+    assert "no-store" in pixel.headers["Cache-Control"]
     # A target with characters a header cannot carry is percent-encoded, never a second header line.
     target = "https://x.example/a b\r\nSet-Cookie: x=1"
-    status, headers, body = wsgi_get(f"/c/{click_token(email.id, target)}")
-    assert (status, headers["Location"], body) == ("302 Found", "https://x.example/a%20b%0D%0ASet-Cookie:%20x=1", b"")
+    click = wsgi_call("GET", f"/c/{click_token(email.id, target)}")
+    assert (click.status, click.headers["Location"], click.body) == (
+        302,
+        "https://x.example/a%20b%0D%0ASet-Cookie:%20x=1",
+        b"",
+    )
     email.refresh_from_db()
     assert (email.opens, email.clicks, email.status) == (1, 1, Email.Status.CLICKED)
 
     # Everything else goes on to Django: a forged token gets the 404 page, a POST is refused; nothing is counted.
     forged = click_token(email.id, "https://x.example/a")[:-2] + "xx"
-    status, headers, body = wsgi_get(f"/c/{forged}")
-    assert status.startswith("404") and b"This link is not valid" in body
-    assert wsgi_get(f"/o/{open_token(email.id)}x")[0].startswith("404")
-    assert wsgi_get(f"/o/{open_token(email.id)}", method="POST")[0][:3] in ("403", "405")
+    forged_click = wsgi_call("GET", f"/c/{forged}")
+    assert forged_click.status == 404 and b"This link is not valid" in forged_click.body
+    assert wsgi_call("GET", f"/o/{open_token(email.id)}x").status == 404
+    assert wsgi_call("POST", f"/o/{open_token(email.id)}").status in (403, 405)
     email.refresh_from_db()
     assert (email.opens, email.clicks) == (1, 1)
