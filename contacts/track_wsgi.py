@@ -6,7 +6,8 @@ request) it cost three times the work of the request itself. This path takes the
 functions as `contacts.api.views.TrackView`: the key lookup, the serializer's own fields, the rate limit and
 `contacts.services.event_track`. It answers only a request that succeeds. Anything else (no or a wrong key, a
 disabled project, a body that is not valid, an `Idempotency-Key`, an exceeded limit) goes on to Django unchanged,
-and the view answers it with the documented envelope.
+and the view answers it with the documented envelope. So does a call from a web page (an `Origin` header): the CORS
+headers are django-cors-headers' to give, not a copy of its rules here.
 """
 
 import io
@@ -31,9 +32,11 @@ PATH = "/v1/track"
 # One bound instance: its fields are built once and validating a value keeps no state in them.
 _SERIALIZER = TrackInputSerializer()
 _RENDERER = JsonRenderer()
-# What Django's middleware would add to the same answer (SecurityMiddleware, XFrameOptionsMiddleware, DRF).
+# What Django's middleware would add to the same answer (SecurityMiddleware, XFrameOptionsMiddleware, DRF, and
+# django-cors-headers, which varies every answer of this URL on the origin).
 _HEADERS = [
     ("Content-Type", "application/json"),
+    ("Vary", "origin"),
     ("Allow", "POST, OPTIONS"),
     ("X-Frame-Options", "DENY"),
     ("X-Content-Type-Options", "nosniff"),
@@ -108,6 +111,7 @@ def with_track_route(application):
             environ.get("PATH_INFO") != PATH
             or environ.get("REQUEST_METHOD") != "POST"
             or "HTTP_IDEMPOTENCY_KEY" in environ
+            or "HTTP_ORIGIN" in environ
         ):
             return application(environ, start_response)
         body = _body(environ)

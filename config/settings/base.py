@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_celery_beat",
+    "corsheaders",
     "accounts",
     "contacts",
     "messaging",
@@ -60,6 +61,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "config.api.middleware.RequestIdMiddleware",
+    "corsheaders.middleware.CorsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -69,6 +71,16 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
+
+# Cross-origin calls: only /v1/track, the endpoint of the public key, which is published in web pages by design and
+# called from them (any origin, no cookies). Every other endpoint takes the secret key, which never belongs in a
+# browser, or a session cookie: browsers keep refusing cross-origin reads of those.
+CORS_URLS_REGEX = r"^/v1/track$"
+CORS_ALLOW_ALL_ORIGINS = True
+CORS_ALLOW_CREDENTIALS = False
+CORS_ALLOW_METHODS = ["POST", "OPTIONS"]
+CORS_ALLOW_HEADERS = ["authorization", "content-type", "idempotency-key", "x-request-id"]
+CORS_EXPOSE_HEADERS = ["X-Request-Id", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After"]
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"

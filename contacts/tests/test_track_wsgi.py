@@ -102,3 +102,30 @@ def test_an_idempotency_key_is_honoured_by_the_view(project):
     again = track(project.keys.public_key, payload, headers={"Idempotency-Key": "order-1"})
     assert (first.status, again.status) == (200, 409)
     assert again.json()["error"]["code"] == "IDEMPOTENCY_KEY_REUSED" and Event.objects.count() == 1
+
+
+def test_web_pages_may_call_track_and_only_track(project, public_client, secret_client):
+    origin = {"HTTP_ORIGIN": "https://shop.example"}
+    preflight = public_client.options(
+        "/v1/track",
+        HTTP_ACCESS_CONTROL_REQUEST_METHOD="POST",
+        HTTP_ACCESS_CONTROL_REQUEST_HEADERS="authorization, content-type",
+        **origin,
+    )
+    assert preflight.status_code == 200 and preflight["Access-Control-Allow-Origin"] == "*"
+    assert {"authorization", "content-type"} <= set(preflight["Access-Control-Allow-Headers"].split(", "))
+    assert "POST" in preflight["Access-Control-Allow-Methods"] and "Access-Control-Allow-Credentials" not in preflight
+
+    # A browser's call goes through the view, which answers with the CORS headers; the page may read the ids.
+    answer = track(
+        project.keys.public_key, {"email": "a@b.test", "event": "x"}, headers={"Origin": "https://shop.example"}
+    )
+    assert answer.status == 200 and answer.headers["access-control-allow-origin"] == "*"
+    assert "X-Request-Id" in answer.headers["access-control-expose-headers"]
+    assert Event.objects.count() == 1
+
+    # Secret-key endpoints never answer another origin: the secret key does not belong in a web page.
+    listed = secret_client.get("/contacts", **origin)
+    assert listed.status_code == 200 and "Access-Control-Allow-Origin" not in listed
+    refused = secret_client.options("/contacts", HTTP_ACCESS_CONTROL_REQUEST_METHOD="GET", **origin)
+    assert "Access-Control-Allow-Origin" not in refused
