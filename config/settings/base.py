@@ -169,6 +169,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["config.api.renderers.JsonRenderer"],
     "DEFAULT_THROTTLE_CLASSES": [],
     "EXCEPTION_HANDLER": "config.api.exceptions.exception_handler",
+    "DEFAULT_METADATA_CLASS": "config.api.metadata.ApiMetadata",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
