@@ -226,7 +226,7 @@ def _send_claimed(emails: list[Email], report: DeliveryReport) -> None:
             key = (email.project_id, email.from_email)
             if key not in domains:
                 try:
-                    domains[key] = sender_domain_for(project=email.project, address=email.from_email)
+                    domains[key] = sender_domain_for(project=email.project, address=email.from_email, for_signing=True)
                 except ApiError as exc:
                     domains[key] = exc
             domain = domains[key]
