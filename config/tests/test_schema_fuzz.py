@@ -1,0 +1,32 @@
+"""Requests generated from the OpenAPI schema (schemathesis), sent to the application gunicorn serves: whatever the
+input, every operation answers with a success or the error envelope, never a 500. (This found `OPTIONS` answering
+500 on every viewset.)"""
+
+import pytest
+import schemathesis
+from django.core import signals
+from django.db import close_old_connections
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
+
+from config.wsgi import application
+
+schema = schemathesis.openapi.from_wsgi("/api/schema/", application)
+
+
+@pytest.fixture(autouse=True)
+def _served_as_in_production(db, settings):
+    settings.API_RATE_LIMIT_PER_MINUTE = 0
+    # As Django's test client does: a finished request must not close the test's database connection.
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    yield
+    signals.request_started.connect(close_old_connections)
+    signals.request_finished.connect(close_old_connections)
+
+
+@schema.parametrize()
+@settings(max_examples=6, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+def test_generated_requests_never_get_a_server_error(case, project):
+    key = project.keys.public_key if case.path == "/v1/track" else project.keys.secret_key
+    case.call_and_validate(headers={"Authorization": f"Bearer {key}"}, checks=[not_a_server_error])
