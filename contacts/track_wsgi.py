@@ -12,6 +12,7 @@ headers are django-cors-headers' to give, not a copy of its rules here.
 
 import io
 import json
+import logging
 
 from django.conf import settings
 from django.core import signals
@@ -28,6 +29,7 @@ from contacts.api.serializers import TrackInputSerializer
 from contacts.api.views import track_response_data
 from contacts.services import event_track
 
+logger = logging.getLogger(__name__)
 PATH = "/v1/track"
 # One bound instance: its fields are built once and validating a value keeps no state in them.
 _SERIALIZER = TrackInputSerializer()
@@ -126,12 +128,14 @@ def with_track_route(application):
             answer = _answer(environ, body)
         except Exception:
             # The view answers the error as it would have (nothing was written: event_track is atomic).
+            logger.warning("Fast /v1/track failed; handing the request to the view", exc_info=True)
             answer = None
         finally:
             signals.request_finished.send(sender=None)
             reset_request_id(token)
         if answer is None:
             environ["wsgi.input"] = io.BytesIO(body)
+            environ["HTTP_X_REQUEST_ID"] = request_id  # one id in the logs of both attempts and in the answer
             return application(environ, start_response)
         headers, content = answer
         start_response("200 OK", [*headers, ("Content-Length", str(len(content))), ("X-Request-Id", request_id)])
