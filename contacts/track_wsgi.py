@@ -19,8 +19,9 @@ from django.core import signals
 from rest_framework.exceptions import ValidationError
 from rest_framework.fields import SkipField
 
-from accounts.keys import KeyKind
+from accounts.keys import PREFIXES, KeyKind
 from accounts.selectors import api_key_lookup
+from config.api.authentication import bearer_token
 from config.api.middleware import request_id_for, reset_request_id, set_request_id
 from config.api.ratelimit import rate_limit_hit
 from config.api.renderers import JsonRenderer
@@ -48,9 +49,8 @@ _HEADERS = [
 
 
 def _public_key(environ) -> str | None:
-    scheme, _, token = environ.get("HTTP_AUTHORIZATION", "").strip().partition(" ")
-    token = token.strip()
-    return token if scheme.lower() == "bearer" and token.startswith("pk_") else None
+    token = bearer_token(environ.get("HTTP_AUTHORIZATION", ""))
+    return token if token is not None and token.startswith(PREFIXES[KeyKind.PUBLIC]) else None
 
 
 def _body(environ) -> bytes | None:

@@ -26,7 +26,8 @@ _QUEUE = "delivery:waiting"
 _TAKE = 1000
 
 
-def _publish(email_ids: list[str]) -> None:
+def delivery_tasks_publish(email_ids: list[str]) -> None:
+    """Publish delivery tasks of up to `DELIVERY_BATCH_SIZE` ids; a broker failure is logged (the sweeper retries)."""
     from messaging.tasks import deliver_emails_task
 
     size = settings.DELIVERY_BATCH_SIZE
@@ -54,7 +55,7 @@ def _hand_over(email_ids: list[str]) -> None:
         logger.exception("Delivery queue unavailable; publishing the delivery tasks directly")
         schedule = None
     if schedule is None:
-        _publish(email_ids)
+        delivery_tasks_publish(email_ids)
     elif schedule:
         _schedule_dispatch()
 
@@ -77,5 +78,5 @@ def emails_dispatch() -> int:
         raw = client.lpop(queue, _TAKE)
         if not raw:
             return taken
-        _publish([value.decode() for value in raw])
+        delivery_tasks_publish([value.decode() for value in raw])
         taken += len(raw)

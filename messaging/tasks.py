@@ -2,7 +2,7 @@ from celery import shared_task
 from django.conf import settings
 
 from messaging.delivery import emails_deliver, emails_sweep
-from messaging.dispatch import emails_dispatch
+from messaging.dispatch import delivery_tasks_publish, emails_dispatch
 from messaging.feedback.services import receipts_purge
 from messaging.hits import tracking_hits_drain
 from messaging.insights.retention import email_bodies_clear
@@ -29,8 +29,7 @@ def dispatch_emails_task() -> int:
 def sweep_emails_task() -> int:
     emails_dispatch()
     overdue = emails_sweep()
-    for start in range(0, len(overdue), 50):
-        deliver_emails_task.delay([str(i) for i in overdue[start : start + 50]])
+    delivery_tasks_publish([str(email_id) for email_id in overdue])
     return len(overdue)
 
 

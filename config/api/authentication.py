@@ -21,6 +21,13 @@ class ProjectPrincipal:
     is_authenticated: bool = True
 
 
+def bearer_token(header: str) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header value, or None when it is not one."""
+    scheme, _, token = header.strip().partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
+
+
 class ApiKeyAuthentication(BaseAuthentication):
     required_kind: KeyKind = KeyKind.SECRET
 
@@ -28,9 +35,8 @@ class ApiKeyAuthentication(BaseAuthentication):
         header = request.META.get("HTTP_AUTHORIZATION", "")
         if not header:
             return None
-        scheme, _, token = header.strip().partition(" ")
-        token = token.strip()
-        if scheme.lower() != "bearer" or not token:
+        token = bearer_token(header)
+        if token is None:
             raise AuthError(
                 "Malformed Authorization header. Use `Authorization: Bearer <API key>`", code=ErrorCode.MISSING_AUTH
             )

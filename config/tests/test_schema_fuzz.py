@@ -4,11 +4,10 @@ input, every operation answers with a success or the error envelope, never a 500
 
 import pytest
 import schemathesis
-from django.core import signals
-from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 
+from config.tests.wsgi import keeping_the_test_connection
 from config.wsgi import application
 
 schema = schemathesis.openapi.from_wsgi("/api/schema/", application)
@@ -17,12 +16,8 @@ schema = schemathesis.openapi.from_wsgi("/api/schema/", application)
 @pytest.fixture(autouse=True)
 def _served_as_in_production(db, settings):
     settings.API_RATE_LIMIT_PER_MINUTE = 0
-    # As Django's test client does: a finished request must not close the test's database connection.
-    signals.request_started.disconnect(close_old_connections)
-    signals.request_finished.disconnect(close_old_connections)
-    yield
-    signals.request_started.connect(close_old_connections)
-    signals.request_finished.connect(close_old_connections)
+    with keeping_the_test_connection():
+        yield
 
 
 @schema.parametrize()

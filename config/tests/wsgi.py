@@ -3,6 +3,7 @@ way a WSGI server does, for tests of what Django's test client would not reach."
 
 import io
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.core import signals
@@ -17,6 +18,18 @@ class WsgiAnswer:
 
     def json(self):
         return json.loads(self.body)
+
+
+@contextmanager
+def keeping_the_test_connection():
+    """As Django's test client does: a finished request must not close the test's database connection."""
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    try:
+        yield
+    finally:
+        signals.request_started.connect(close_old_connections)
+        signals.request_finished.connect(close_old_connections)
 
 
 def wsgi_call(method: str, path: str, *, body: bytes = b"", headers: dict | None = None) -> WsgiAnswer:
@@ -45,12 +58,6 @@ def wsgi_call(method: str, path: str, *, body: bytes = b"", headers: dict | None
     def start_response(status, response_headers, exc_info=None):
         answer["status"], answer["headers"] = int(status.split()[0]), dict(response_headers)
 
-    # As Django's test client does: a finished request must not close the test's database connection.
-    signals.request_started.disconnect(close_old_connections)
-    signals.request_finished.disconnect(close_old_connections)
-    try:
+    with keeping_the_test_connection():
         content = b"".join(application(environ, start_response))
-    finally:
-        signals.request_started.connect(close_old_connections)
-        signals.request_finished.connect(close_old_connections)
     return WsgiAnswer(answer["status"], answer["headers"], content)
