@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from accounts.models import Project
 from config.api.exceptions import Conflict
+from config.db import execute_prepared
 from contacts.data_rules import DataChanges, data_rules
 from contacts.models import Contact, Event
 from contacts.signals import event_recorded, events_recorded
@@ -267,7 +268,7 @@ def _pg_upsert(
     if event is not None:
         params.update(event_id=event.id, event_name=event.name, event_data=json.dumps(event.data))
     with connection.cursor() as cursor:
-        cursor.execute(_PG_UPSERT_SQL[event is not None], params)
+        execute_prepared(cursor, _PG_UPSERT_SQL[event is not None], params)
         row = cursor.fetchone()
     if row is None:
         return None
