@@ -1,22 +1,91 @@
-"""Statements that PostgreSQL should plan once per connection.
+"""Statements that PostgreSQL should plan once per connection, and the per-request reads and writes built on them.
 
 ORM queries run as unnamed statements and are planned for their own values every time: a plan made without the
 values (a generic plan) cannot use the trigram index for `email LIKE %s`, nor tell a project of ten contacts from
-one of a million. A few fixed statements run on every request and have one right plan whatever the values (an upsert
-on a unique key): planning them again each time cost more than running them (0.45 ms of the 0.75 ms of the
-/v1/track upsert). Those are prepared here and run on their generic plan (settings: `plan_cache_mode`).
+one of a million. A few fixed statements run on every request and have one right plan whatever the values (a lookup
+or an upsert on a unique key, an insert): planning them again each time cost more than running them (0.45 ms of the
+0.75 ms of the /v1/track upsert), and building them through the ORM cost more again in Python (a third of a
+/v1/send request went to compiling three small queries). Those are prepared here and run on their generic plan
+(settings: `plan_cache_mode`).
 """
 
+from collections.abc import Sequence
+
 import psycopg
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.models import Field, Model
 
 
 def execute_prepared(cursor, sql: str, params) -> None:
     """Execute `sql` on a Django cursor as a prepared statement where the connection supports it (PostgreSQL with
     server-side binding), plainly elsewhere. Errors are Django's, as from `cursor.execute`."""
     raw = cursor.cursor
-    if connection.vendor != "postgresql" or isinstance(raw, psycopg.ClientCursor):
+    if cursor.db.vendor != "postgresql" or isinstance(raw, psycopg.ClientCursor):
         cursor.execute(sql, params)
         return
-    with connection.wrap_database_errors:
+    with cursor.db.wrap_database_errors:
         raw.execute(sql, params, prepare=True)
+
+
+def _placeholders(count: int) -> str:
+    return ", ".join(["%s"] * count)
+
+
+def select_prepared(model: type[Model], fields: Sequence[str], **filters) -> list:
+    """Instances of `model` with only `fields` loaded (the others deferred, read on first access), selected by
+    equality filters (`name=value`, or `name__in=[values]`) joined by AND. Values are adapted and converted as the
+    ORM does."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    wanted = set(fields)
+    chosen: list[Field] = [field for field in model._meta.concrete_fields if field.name in wanted]
+    conditions, params = [], []
+    for key, value in filters.items():
+        name, _, lookup = key.partition("__")
+        field = model._meta.get_field(name)
+        values = list(value) if lookup == "in" else [value]
+        params.extend(field.get_db_prep_value(item, connection) for item in values)
+        conditions.append(
+            f"{field.column} IN ({_placeholders(len(values))})" if lookup == "in" else f"{field.column} = %s"
+        )
+    table = model._meta.db_table
+    sql = f"SELECT {', '.join(field.column for field in chosen)} FROM {table} WHERE {' AND '.join(conditions)}"  # noqa: S608 - names from the model
+    with connection.cursor() as cursor:
+        execute_prepared(cursor, sql, params)
+        rows = cursor.fetchall()
+    columns = [field.get_col(table) for field in chosen]
+    converters = [
+        (index, converter, column)
+        for index, column in enumerate(columns)
+        for converter in connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+    ]
+    attnames = [field.attname for field in chosen]
+    instances = []
+    for row in rows:
+        values = list(row)
+        for index, converter, column in converters:
+            values[index] = converter(values[index], column, connection)
+        instances.append(model.from_db(connection.alias, attnames, values))
+    return instances
+
+
+def insert_prepared(objs: Sequence[Model]) -> None:
+    """INSERT new instances of one model (primary keys set by the caller), as `bulk_create` would store them, in
+    prepared statements of as many rows as the database takes at once."""
+    if not objs:
+        return
+    connection = connections[DEFAULT_DB_ALIAS]
+    model = type(objs[0])
+    fields = model._meta.concrete_fields
+    head = f"INSERT INTO {model._meta.db_table} ({', '.join(field.column for field in fields)}) VALUES "  # noqa: S608 - names from the model
+    row = f"({_placeholders(len(fields))})"
+    batch = connection.ops.bulk_batch_size(fields, objs)
+    with connection.cursor() as cursor:
+        for start in range(0, len(objs), batch):
+            chunk = objs[start : start + batch]
+            params = [
+                field.get_db_prep_save(field.pre_save(obj, True), connection) for obj in chunk for field in fields
+            ]
+            execute_prepared(cursor, head + ", ".join([row] * len(chunk)), params)
+    for obj in objs:
+        obj._state.adding = False
+        obj._state.db = connection.alias

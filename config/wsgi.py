@@ -7,7 +7,9 @@ django_application = get_wsgi_application()
 
 # The busiest requests are answered in front of Django when they succeed (each module says why); everything else,
 # and every request they decline, goes to Django. Imported after the apps are loaded.
-from contacts.track_wsgi import with_track_route  # noqa: E402
+from config.api.fastroute import with_fast_routes  # noqa: E402
+from contacts.api.fast import TRACK_ROUTE  # noqa: E402
+from messaging.api.fast import SEND_ROUTE  # noqa: E402
 from messaging.tracking_wsgi import with_tracking_routes  # noqa: E402
 
-application = with_track_route(with_tracking_routes(django_application))
+application = with_fast_routes(with_tracking_routes(django_application), [TRACK_ROUTE, SEND_ROUTE])

@@ -12,6 +12,7 @@ from django.utils import timezone
 from accounts.models import Project
 from config.api.exceptions import ApiError, Conflict, ErrorCode, ValidationFailed
 from config.api.timestamps import iso
+from config.db import select_prepared
 from domains import dkim, records
 from domains.models import Domain
 from domains.names import normalize_domain
@@ -224,9 +225,12 @@ def sender_domain_for(*, project: Project, address: str, for_signing: bool = Fal
             suggestion="Add the domain under Domains and publish its DNS records",
         )
     candidates = _suffixes(host)
-    domains = Domain.objects.filter(project=project, status=Domain.Status.VERIFIED, name__in=candidates)
-    if not for_signing:
-        domains = domains.only("id", "project_id", "name")
+    if for_signing:
+        domains = Domain.objects.filter(project=project, status=Domain.Status.VERIFIED, name__in=candidates)
+    else:
+        domains = select_prepared(
+            Domain, ("id", "project", "name"), project=project.id, status=Domain.Status.VERIFIED, name__in=candidates
+        )
     verified = {domain.name: domain for domain in domains}
     for name in candidates:  # closest first
         if name in verified:

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from accounts.models import Project
 from config.api.exceptions import NotFound, ValidationFailed
+from config.db import insert_prepared
 from contacts.data_rules import validate_data
 from contacts.models import Contact
 from contacts.services import contact_upsert, normalize_email
@@ -206,7 +207,7 @@ def emails_queue(
         )
         queued.append(Queued(contact=contact, email=email))
     deliverable = emails_hold_suppressed(emails=[item.email for item in queued], suppressed=suppressed)
-    Email.objects.bulk_create([item.email for item in queued])
+    insert_prepared([item.email for item in queued])
     enqueue_delivery(deliverable)
     return queued
 

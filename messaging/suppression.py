@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from accounts.models import Project
 from config.api.exceptions import ValidationFailed
+from config.db import select_prepared
 from contacts.services import normalize_email
 from messaging.models import Email, EmailType, Suppression
 from messaging.send_input import Address
@@ -52,7 +53,9 @@ def suppressions_for(*, project_id, emails: Iterable[str]) -> dict[str, Suppress
     addresses = {normalize_email(email) for email in emails}
     if not addresses:
         return {}
-    rows = Suppression.objects.filter(project_id=project_id, email__in=addresses)
+    rows = select_prepared(
+        Suppression, ("id", "project", "email", "reason"), project=project_id, email__in=sorted(addresses)
+    )
     return {row.email: row for row in rows}
 
 

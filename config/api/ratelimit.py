@@ -15,6 +15,8 @@ from config.cache import redis_client
 
 logger = logging.getLogger(__name__)
 WINDOW_SECONDS = 60
+# Where a request counted in front of Django (config.api.fastroute) carries its count on to the view.
+COUNTED_ENVIRON_KEY = "herald.rate_limit"
 
 
 @dataclass(frozen=True)

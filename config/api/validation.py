@@ -8,6 +8,7 @@ the codes integrators already handle (`invalid_type`, `invalid_string`, `too_sma
 from typing import Any
 
 from rest_framework import serializers
+from rest_framework.fields import SkipField
 
 from config.api.exceptions import ValidationFailed
 
@@ -168,3 +169,20 @@ def validate(serializer_class, data: Any, *, context: dict | None = None, partia
     if not serializer.is_valid():
         raise ValidationFailed(flatten_errors(serializer.errors, serializer, data))
     return serializer.validated_data
+
+
+def validated_fields(serializer, data: Any) -> dict | None:
+    """What `validate` returns for `data`, field by field with a bound `serializer` instance that is reused across
+    requests, or None when `data` is not valid (the caller then lets `validate` report why). Only for serializers
+    without object-level `validate` hooks."""
+    if not isinstance(data, dict) or type_errors(serializer, data, []):
+        return None
+    values = {}
+    for name, field in serializer.fields.items():
+        try:
+            values[name] = field.run_validation(field.get_value(data))
+        except SkipField:
+            continue
+        except serializers.ValidationError:
+            return None
+    return values

@@ -16,6 +16,10 @@ class WsgiAnswer:
     headers: dict
     body: bytes
 
+    @property
+    def status_code(self) -> int:  # as Django's test responses, so one test can check either
+        return self.status
+
     def json(self):
         return json.loads(self.body)
 

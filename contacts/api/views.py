@@ -256,7 +256,7 @@ class ContactImportViewSet(ContactViewSet):
 
 
 def track_response_data(result: services.TrackResult) -> dict:
-    """The Track result envelope (also answered by `contacts.track_wsgi`, the same request in front of Django)."""
+    """The Track result envelope (also answered by `contacts.api.fast`, the same request in front of Django)."""
     return {
         "success": True,
         "data": {

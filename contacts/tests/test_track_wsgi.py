@@ -1,5 +1,5 @@
 """`POST /v1/track` as gunicorn serves it: a successful request is answered in front of Django
-(`contacts.track_wsgi`) exactly as the view would answer it, and every other request reaches the view."""
+(`config.api.fastroute`, `contacts.api.fast`) exactly as the view would answer it, and every other request reaches the view."""
 
 import json
 

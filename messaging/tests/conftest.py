@@ -1,9 +1,11 @@
+import json
 import os
 
 import pytest
 import redis
 from django.core.cache import caches
 
+from config.tests.wsgi import wsgi_call
 from messaging.tests.smtp import start_sink
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/6")
@@ -21,13 +23,20 @@ def smtp_sink(settings):
     controller.stop()
 
 
-@pytest.fixture
-def send(secret_client, django_capture_on_commit_callbacks):
-    """POST /v1/send and run what the request queued for after its commit (eager Celery: the delivery)."""
+@pytest.fixture(params=["django", "served"])
+def send(request, project, secret_client, django_capture_on_commit_callbacks):
+    """POST /v1/send, then run what the request queued for after its commit (eager Celery: the delivery).
+
+    Each test runs twice: through Django's test client (the view), and through the application gunicorn serves,
+    which answers a successful send in front of Django (config.api.fastroute) and hands any other to the view."""
 
     def post(body: dict, **extra):
         with django_capture_on_commit_callbacks(execute=True):
-            return secret_client.post("/v1/send", body, format="json", **extra)
+            if request.param == "django":
+                return secret_client.post("/v1/send", body, format="json", **extra)
+            headers = {"Authorization": f"Bearer {project.keys.secret_key}", "Content-Type": "application/json"}
+            headers.update({name.removeprefix("HTTP_").replace("_", "-"): value for name, value in extra.items()})
+            return wsgi_call("POST", "/v1/send", body=json.dumps(body).encode(), headers=headers)
 
     return post
 
