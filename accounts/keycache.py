@@ -15,8 +15,10 @@ import uuid
 from django.conf import settings
 from django.core.cache import caches
 from django.db import transaction
+from redis.commands.core import Script
 
 from accounts.models import Project
+from config.api.ratelimit import Window, project_scope
 from config.cache import redis_client
 
 # What a request reads of its project on hot paths (/v1/send reads the tracking mode); any change to this list
@@ -39,19 +41,43 @@ def enabled() -> bool:
 # pickles on every call, which cost as much as the database query it replaces.
 
 
-def _get(key: str):
+# With the key's entry, the request is counted in its project's rate-limit window: one round trip for both. The
+# counter's name is the window's key for the entry's project id (the first of FIELDS).
+_GET_AND_COUNT = Script(
+    None,
+    b"""
+local entry = redis.call('GET', KEYS[1])
+if not entry or entry == ARGV[1] then return {entry or '', -1} end
+local counter = ARGV[2] .. cjson.decode(entry)[1] .. ARGV[3]
+local count = redis.call('INCR', counter)
+redis.call('EXPIRE', counter, ARGV[4], 'NX')
+return {entry, count}
+""",
+)  # run by its SHA (EVALSHA), loaded into Redis on first use
+
+
+def _get(key: str, window: Window | None):
     cache = caches["default"]
     client = redis_client(cache)
     if client is None:
         return cache.get(key)
-    raw = client.get(cache.make_and_validate_key(key))
+    full_key = cache.make_and_validate_key(key)
+    if window is None:
+        raw = client.get(full_key)
+    else:
+        head, _, tail = cache.make_key(window.key(project_scope("\0"))).rpartition("\0")
+        raw, count = _GET_AND_COUNT([full_key], [json.dumps(STALE), head, tail, window.timeout], client=client)
+        if count >= 0:
+            window.count = count
+        raw = raw or None
     return None if raw is None else json.loads(raw)
 
 
-def cached_project(digest: str) -> Project | str | None:
-    """The cached project for a key hash, STALE when it must be read from the database, or None (not cached)."""
+def cached_project(digest: str, window: Window | None = None) -> Project | str | None:
+    """The cached project for a key hash, STALE when it must be read from the database, or None (not cached).
+    With `window`, a cached project's request is counted in it too (`window.count`)."""
     try:
-        entry = _get(_key(digest))
+        entry = _get(_key(digest), window)
     except Exception:
         return STALE
     if entry is None or entry == STALE:

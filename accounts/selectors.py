@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from accounts import keycache
 from accounts.keys import KeyKind, hash_key, kind_of
 from accounts.models import IdempotencyRecord, Project
+from config.api.ratelimit import Window
 
 _PROJECT_AUTH_FIELDS = keycache.FIELDS
 # Every API request runs this lookup: plain SQL on the unique index skips the ORM's query compilation, which
@@ -22,9 +23,9 @@ class ApiKeyMatch:
     kind: KeyKind
 
 
-def _load(kind: KeyKind, token: str, digest: str) -> Project | None:
+def _load(kind: KeyKind, token: str, digest: str, window: Window | None) -> Project | None:
     if keycache.enabled():
-        cached = keycache.cached_project(digest)
+        cached = keycache.cached_project(digest, window)
         if isinstance(cached, Project):
             return cached
     else:
@@ -35,14 +36,15 @@ def _load(kind: KeyKind, token: str, digest: str) -> Project | None:
     return project
 
 
-def api_key_lookup(*, token: str) -> ApiKeyMatch | None:
+def api_key_lookup(*, token: str, window: Window | None = None) -> ApiKeyMatch | None:
     """Find the project a key belongs to: from the shared key cache, else with one indexed query. None for an
-    unknown or malformed key."""
+    unknown or malformed key. With a rate-limit `window`, a key found in the cache is counted in its project's
+    window in the same round trip (`window.count`; left None otherwise)."""
     kind = kind_of(token)
     if kind is None:
         return None
     digest = hash_key(token)
-    project = _load(kind, token, digest)
+    project = _load(kind, token, digest, window)
     if project is None:
         return None
     if kind is KeyKind.PUBLIC:

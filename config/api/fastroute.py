@@ -28,7 +28,7 @@ from accounts.selectors import api_key_lookup
 from config.api.authentication import bearer_token
 from config.api.exceptions import ApiError
 from config.api.middleware import request_id_for, reset_request_id, set_request_id
-from config.api.ratelimit import COUNTED_ENVIRON_KEY, rate_limit_hit
+from config.api.ratelimit import COUNTED_ENVIRON_KEY, Window, project_scope, rate_limit_hit
 from config.api.renderers import JsonRenderer
 from config.api.validation import validated_fields
 
@@ -85,11 +85,14 @@ def _answer(route: FastRoute, environ, body: bytes) -> tuple[list, bytes] | None
     values = validated_fields(route.serializer, payload)
     if values is None:
         return None
-    match = api_key_lookup(token=token)
+    window = Window.now() if settings.API_RATE_LIMIT_PER_MINUTE > 0 else None
+    match = api_key_lookup(token=token, window=window)
+    if window is not None and window.count is not None:
+        environ[COUNTED_ENVIRON_KEY] = limit = window.state()
     if match is None or match.kind is not route.key_kind or match.project.disabled:
         return None
-    limit = rate_limit_hit(f"project:{match.project.id}")
-    environ[COUNTED_ENVIRON_KEY] = limit
+    if COUNTED_ENVIRON_KEY not in environ:
+        environ[COUNTED_ENVIRON_KEY] = limit = rate_limit_hit(project_scope(match.project.id))
     if limit is not None and limit.exceeded:
         return None
     try:

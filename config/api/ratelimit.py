@@ -53,21 +53,50 @@ def _increment(key: str, timeout: int) -> int:
         return 1
 
 
+def project_scope(project_id) -> str:
+    return f"project:{project_id}"
+
+
+@dataclass
+class Window:
+    """The current 60-second window, and one request's count in it once taken (by `rate_limit_hit`, or together
+    with the key lookup by `accounts.keycache.cached_project`, which learns the project's scope only then)."""
+
+    number: int
+    reset: int
+    count: int | None = None
+
+    @classmethod
+    def now(cls) -> "Window":
+        now = time.time()
+        return cls(number=int(now // WINDOW_SECONDS), reset=WINDOW_SECONDS - int(now % WINDOW_SECONDS))
+
+    def key(self, scope: str) -> str:
+        return f"rl:{scope}:{self.number}"
+
+    @property
+    def timeout(self) -> int:
+        return self.reset + 5
+
+    def state(self) -> RateLimitState:
+        limit = settings.API_RATE_LIMIT_PER_MINUTE
+        return RateLimitState(
+            limit=limit, remaining=max(0, limit - self.count), reset=self.reset, exceeded=self.count > limit
+        )
+
+
 def rate_limit_hit(scope: str) -> RateLimitState | None:
     """Count one request for `scope`; None when the limit is off or the cache cannot be reached."""
-    limit = settings.API_RATE_LIMIT_PER_MINUTE
-    if limit <= 0:
+    if settings.API_RATE_LIMIT_PER_MINUTE <= 0:
         return None
-    now = time.time()
-    window = int(now // WINDOW_SECONDS)
-    reset = WINDOW_SECONDS - int(now % WINDOW_SECONDS)
+    window = Window.now()
     try:
-        count = _increment(f"rl:{scope}:{window}", reset + 5)
+        window.count = _increment(window.key(scope), window.timeout)
     except Exception:
         # The limit protects the service; an unreachable cache must not take the API down with it.
         logger.exception("Rate limit cache unavailable; request allowed")
         return None
-    return RateLimitState(limit=limit, remaining=max(0, limit - count), reset=reset, exceeded=count > limit)
+    return window.state()
 
 
 def client_address(request) -> str:

@@ -11,7 +11,7 @@ from rest_framework.viewsets import GenericViewSet
 from accounts.selectors import idempotency_record_get
 from accounts.services import idempotency_claim, idempotency_finish
 from config.api.exceptions import ApiError, BadRequest, ErrorCode, NotFound, RateLimited
-from config.api.ratelimit import COUNTED_ENVIRON_KEY, client_address, rate_limit_hit
+from config.api.ratelimit import COUNTED_ENVIRON_KEY, client_address, project_scope, rate_limit_hit
 from config.api.timestamps import iso
 
 IDEMPOTENCY_HEADER = "HTTP_IDEMPOTENCY_KEY"
@@ -58,7 +58,7 @@ class ApiViewMixin:
 
     def _enforce_rate_limit(self, request) -> None:
         project_id = getattr(request._request, "herald_project_id", None)
-        scope = f"project:{project_id}" if project_id else f"ip:{client_address(request)}"
+        scope = project_scope(project_id) if project_id else f"ip:{client_address(request)}"
         # A request already counted in front of Django (config.api.fastroute) carries its count here.
         meta = request.META
         state = meta[COUNTED_ENVIRON_KEY] if COUNTED_ENVIRON_KEY in meta else rate_limit_hit(scope)

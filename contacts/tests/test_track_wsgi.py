@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from accounts.services import project_disable
+from accounts.services import project_disable, project_regenerate_keys
 from config.tests.wsgi import wsgi_call
 from contacts.models import Contact, Event
 
@@ -129,3 +129,16 @@ def test_web_pages_may_call_track_and_only_track(project, public_client, secret_
     assert listed.status_code == 200 and "Access-Control-Allow-Origin" not in listed
     refused = secret_client.options("/contacts", HTTP_ACCESS_CONTROL_REQUEST_METHOD="GET", **origin)
     assert "Access-Control-Allow-Origin" not in refused
+
+
+def test_served_calls_are_counted_once_and_a_rotated_key_fails_at_once(project, settings):
+    # With Redis (the PostgreSQL run), a cached key is looked up and counted in one round trip.
+    settings.API_KEY_CACHE_SECONDS, settings.API_RATE_LIMIT_PER_MINUTE = 300, 10
+    payload = {"email": "a@b.test", "event": "x"}
+    answers = [track(project.keys.public_key, payload) for _ in range(3)]
+    assert [a.headers["RateLimit-Remaining"] for a in answers] == ["9", "8", "7"]
+    new = project_regenerate_keys(project=project.project)
+    assert track(project.keys.public_key, payload).json()["error"]["code"] == "UNAUTHORIZED"
+    assert track(new.public_key, payload).headers["RateLimit-Remaining"] == "6"
+    assert track(new.public_key, payload).headers["RateLimit-Remaining"] == "5"
+    assert Event.objects.count() == 5
