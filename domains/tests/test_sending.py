@@ -94,3 +94,30 @@ def test_private_key_survives_a_secret_key_rotation_listed_in_fallbacks(project,
 
     with pytest.raises(InvalidToken):
         domain_sign_message(domain=domain, message=message("x@rotate.example"))
+
+
+@pytest.mark.parametrize("linesep", ["\r\n", "\n"])
+def test_signature_covers_the_present_signed_headers_whatever_the_line_ends(project, dns_zone, linesep):
+    domain = Domain.objects.get(name="alice.test")
+    lines = [
+        "X-Mailer: not signed",
+        "From: Alice <x@alice.test>",
+        "To: someone@example.net",
+        "Subject: a subject folded",
+        "  over two lines",
+        "Date: Sun, 22 Nov 2026 01:02:03 +0000",
+        "Message-ID: <2@alice.test>",
+        "",
+        ". a line with a leading dot",
+        "",
+    ]
+    raw = linesep.join(lines).encode()
+    header = domain_sign_message(domain=domain, message=raw)
+    domain.refresh_from_db()
+    dns_zone[(f"{domain.dkim_selector}._domainkey.alice.test", "TXT")] = [f"v=DKIM1; k=rsa; p={domain.dkim_public_key}"]
+
+    tags = dkimpy.util.parse_tag_value(header.split(b":", 1)[1])
+    assert b"".join(tags[b"h"].split()) == b"from:to:subject:date:message-id"
+    assert dkimpy.verify(header + raw, dnsfunc=txt_lookup)
+    assert not dkimpy.verify(header + raw.replace(b"over two", b"over 2"), dnsfunc=txt_lookup)
+    assert dkimpy.verify(header + raw.replace(b"not signed", b"changed"), dnsfunc=txt_lookup)
