@@ -79,6 +79,43 @@ def _smtp_error(exc: smtplib.SMTPException) -> TransportError:
     return TransportError(f"SMTP error: {exc}", permanent=False, connection_lost=True)
 
 
+def _smtp_sendmail(smtp: smtplib.SMTP, envelope_from: str, recipients: list[str], raw: bytes) -> None:
+    """`smtplib.SMTP.sendmail` for bare ASCII addresses, with the same replies, exceptions and resets.
+
+    `sendmail` passes both addresses through `email.utils.parseaddr` to quote them: a third of the CPU of the whole
+    SMTP exchange, for addresses that `messaging.mime.format_address` already wrote as bare addr-specs."""
+    smtp.ehlo_or_helo_if_needed()
+    size = f" size={len(raw)}" if smtp.does_esmtp and smtp.has_extn("size") else ""
+    code, reply = smtp.docmd("mail", f"FROM:<{envelope_from}>{size}")
+    if code != 250:
+        _abandon(smtp, code)
+        raise smtplib.SMTPSenderRefused(code, reply, envelope_from)
+    refused = {}
+    for recipient in recipients:
+        code, reply = smtp.docmd("rcpt", f"TO:<{recipient}>")
+        if code not in (250, 251):
+            refused[recipient] = (code, reply)
+        if code == 421:
+            smtp.close()
+            raise smtplib.SMTPRecipientsRefused(refused)
+    if len(refused) == len(recipients):
+        _abandon(smtp, code)
+        raise smtplib.SMTPRecipientsRefused(refused)
+    code, reply = smtp.data(raw)
+    if code != 250:
+        _abandon(smtp, code)
+        raise smtplib.SMTPDataError(code, reply)
+
+
+def _abandon(smtp: smtplib.SMTP, code: int) -> None:
+    """After a refusal: close on 421 (the server is going away), else reset the transaction for the next message."""
+    if code == 421:
+        smtp.close()
+        return
+    with contextlib.suppress(smtplib.SMTPServerDisconnected):
+        smtp.rset()
+
+
 def _provider_error(exc: Exception) -> TransportError | None:
     try:
         from anymail.exceptions import AnymailAPIError, AnymailRecipientsRefused
@@ -125,7 +162,7 @@ class Transport:
         try:
             if smtp is not None and prepared.envelope_from.isascii() and all(r.isascii() for r in prepared.recipients):
                 # Straight to smtplib: Django's backend would only re-parse the addresses we already checked.
-                smtp.sendmail(prepared.envelope_from, prepared.recipients, prepared.raw)
+                _smtp_sendmail(smtp, prepared.envelope_from, prepared.recipients, prepared.raw)
                 return ""
             message = prepared.as_email_message()
             self.connection.send_messages([message])
