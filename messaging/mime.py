@@ -86,7 +86,9 @@ _BREAK = re.compile(r"<br\s*/?>", re.I)
 _LINK = re.compile(r"<a\s[^>]*?href\s*=\s*[\"']([^\"']+)[\"'][^>]*>(.*?)</a\s*>", re.I | re.S)
 _INVISIBLE = re.compile(r"<(script|style|head|title)[^>]*>.*?</\1\s*>", re.I | re.S)
 _TAG = re.compile(r"<[^>]+>")
-_SPACES = re.compile(r"[ \t\r\f\v]+")
+# Runs of spaces after the other blanks became spaces (str.replace): a pattern matching every blank itself stopped at
+# each single space of the text and was two thirds of the text part's cost.
+_SPACE_RUNS = re.compile("  +")
 _BLANK_LINES = re.compile(r"\n\s*\n\s*\n+")
 
 
@@ -96,7 +98,8 @@ def html_to_text(html: str) -> str:
     text = _LINK.sub(lambda m: f"{_TAG.sub('', m.group(2)).strip()} ({m.group(1)})", text)
     text = _BREAK.sub("\n", text)
     text = _BLOCK_END.sub("\n\n", text)
-    text = _SPACES.sub(" ", html_lib.unescape(_TAG.sub("", text)))
+    text = html_lib.unescape(_TAG.sub("", text))
+    text = _SPACE_RUNS.sub(" ", text.replace("\t", " ").replace("\r", " ").replace("\f", " ").replace("\v", " "))
     lines = (line.strip() for line in text.split("\n"))
     return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip() + "\n"
 
