@@ -2,8 +2,8 @@
 
 Every contact write goes through `data_rules` (the spec's data rules) and every subscription change through
 `contact_subscription_set` / `contacts_subscription_bulk_set`, which record `contact.subscribed` or
-`contact.unsubscribed`. Every event, tracked or system, is recorded by `event_record` / `events_record_bulk`, which
-fire the `contacts.signals` hooks after commit.
+`contact.unsubscribed`. Every event, tracked or system, is recorded by `event_record`, `events_record_bulk`,
+`events_record_rows` or `events_record_for_contacts`, which fire the `contacts.signals` hooks after commit.
 """
 
 import itertools
@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import uuid6
 from django.db import IntegrityError, connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -93,6 +94,55 @@ def events_record_bulk(
     if events:
         Event.objects.bulk_create(events, batch_size=1000)
         _announce(project, events)
+    return events
+
+
+# Events of contacts known by id, from one JSON array of rows: a single parameter whatever the number of rows, so one
+# prepared statement serves every batch.
+_PG_EVENTS_FROM_ROWS = """
+INSERT INTO contacts_event (id, project_id, contact_id, name, email_id, data, created_at)
+SELECT r.id, %s, r.contact_id, r.name, r.email_id, r.data, %s
+FROM jsonb_to_recordset(%s::jsonb) AS r(id uuid, contact_id uuid, name text, email_id uuid, data jsonb)
+"""
+_EVENT_FIELDS = ("id", "project_id", "contact_id", "name", "email_id", "data", "created_at")
+
+
+def events_record_rows(*, project: Project, rows: Sequence[tuple[Any, str, dict, Any]]) -> list[Event]:
+    """Record events of contacts known by id, `rows` of (contact_id, name, data, email_id or None), and announce
+    them after commit.
+
+    On PostgreSQL one prepared INSERT reading the rows from a JSON array: a delivery batch's `email.sent` events cost
+    a tenth of what building model instances for `bulk_create` did. Elsewhere through `events_record_bulk`."""
+    if not rows:
+        return []
+    if connection.vendor != "postgresql":
+        return events_record_bulk(
+            project=project,
+            items=[(_contact_stub(project, contact_id), name, data) for contact_id, name, data, _ in rows],
+            email_ids=[email_id for *_, email_id in rows],
+        )
+    now = timezone.now()
+    events = [
+        Event.from_db(
+            connection.alias, _EVENT_FIELDS, (uuid6.uuid7(), project.id, contact_id, name, email_id, data, now)
+        )
+        for contact_id, name, data, email_id in rows
+    ]
+    payload = json.dumps(
+        [
+            {
+                "id": str(event.id),
+                "contact_id": str(event.contact_id),
+                "name": event.name,
+                "email_id": None if event.email_id is None else str(event.email_id),
+                "data": event.data,
+            }
+            for event in events
+        ]
+    )
+    with connection.cursor() as cursor:
+        execute_prepared(cursor, _PG_EVENTS_FROM_ROWS, [project.id, now, payload])
+    _announce(project, events)
     return events
 
 

@@ -15,6 +15,7 @@ import base64
 import contextlib
 import logging
 import random
+import uuid
 from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,16 +23,17 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, prefetch_related_objects
 from django.utils import timezone
 
 from config.api.exceptions import ApiError
 from config.api.timestamps import iso
-from contacts.services import events_record_bulk
+from config.db import execute_prepared
+from contacts.services import events_record_rows
 from domains.models import Domain
 from domains.services import domain_sign_message, sender_domain_for
 from messaging import mime
-from messaging.links import system_links
+from messaging.links import PAGES, system_links
 from messaging.models import Email, EmailType
 from messaging.suppression import emails_skip_suppressed
 from messaging.throttle import send_slot_wait
@@ -48,20 +50,67 @@ class DeliveryReport:
     retry: dict = field(default_factory=dict)  # email id -> seconds until the next attempt
 
 
-def emails_claim(*, email_ids) -> list:
+# What delivery reads of a claimed row (the rest, the opens, clicks and timestamps, stays in the database).
+_DELIVERY_FIELDS = (
+    "id",
+    "project",
+    "contact",
+    "to_email",
+    "to_name",
+    "template",
+    "campaign_id",
+    "workflow_id",
+    "source",
+    "type",
+    "from_email",
+    "from_name",
+    "reply_to",
+    "subject",
+    "html",
+    "headers",
+    "attachments",
+    "message_id",
+    "attempts",
+    "created_at",
+)
+# The claim as one statement that also returns the rows: the subquery locks the due QUEUED rows, skipping those
+# another worker holds, and re-checks the status of a row committed meanwhile, so each row is claimed once. The ids
+# travel as one array literal (psycopg adapts a list of UUIDs element by element in Python).
+_PG_CLAIM = f"""
+UPDATE messaging_email SET status = %s, claimed_at = %s, attempts = attempts + 1, updated_at = %s
+WHERE status = %s AND id IN (
+    SELECT id FROM messaging_email
+    WHERE id = ANY(%s::uuid[]) AND status = %s AND (next_attempt_at IS NULL OR next_attempt_at <= %s)
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING {", ".join(Email._meta.get_field(name).column for name in _DELIVERY_FIELDS)}
+"""  # noqa: S608 - column names from the model
+
+
+def emails_claim(*, email_ids) -> list[Email]:
+    """Move the due QUEUED rows among `email_ids` to SENDING (rows another worker is claiming are skipped) and
+    return them, oldest first, with their project and attachments."""
     now = timezone.now()
-    with transaction.atomic():
-        ids = list(
-            Email.objects.select_for_update(skip_locked=True)
-            .filter(id__in=email_ids, status=Email.Status.QUEUED)
-            .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now))
-            .values_list("id", flat=True)
-        )
-        if ids:
-            Email.objects.filter(id__in=ids).update(
+    if connection.vendor == "postgresql":
+        ids = "{" + ",".join(str(uuid.UUID(str(email_id))) for email_id in email_ids) + "}"
+        queued, sending = Email.Status.QUEUED, Email.Status.SENDING
+        emails = list(Email.objects.raw(_PG_CLAIM, [sending, now, now, queued, ids, queued, now]))
+    else:
+        with transaction.atomic():
+            claimed = list(
+                Email.objects.select_for_update(skip_locked=True)
+                .filter(id__in=email_ids, status=Email.Status.QUEUED)
+                .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now))
+                .values_list("id", flat=True)
+            )
+            Email.objects.filter(id__in=claimed).update(
                 status=Email.Status.SENDING, claimed_at=now, attempts=F("attempts") + 1, updated_at=now
             )
-    return ids
+        emails = list(Email.objects.filter(id__in=claimed).only(*_DELIVERY_FIELDS))
+    emails.sort(key=lambda email: email.created_at)
+    # One instance per project and bundle for the whole batch (select_related would build one per row).
+    prefetch_related_objects(emails, "project", "attachments")
+    return emails
 
 
 def retry_delay(attempts: int) -> float:
@@ -74,11 +123,12 @@ def _list_unsubscribe(email: Email) -> dict[str, str]:
     unless the caller supplied its own List-Unsubscribe."""
     if any(name.lower() == "list-unsubscribe" for name in email.headers) or email.contact_id is None:
         return {}
-    links = system_links(contact_id=email.contact_id, email_id=email.id)
     if email.type not in LIST_UNSUBSCRIBE_TYPES:
-        pages = (links["unsubscribeUrl"].rsplit("/", 1)[0], links["manageUrl"].rsplit("/", 1)[0])
+        # Looked for before the links are signed: most transactional mail links to neither page.
+        pages = (f"{settings.PUBLIC_URL}/{PAGES['unsubscribeUrl']}", f"{settings.PUBLIC_URL}/{PAGES['manageUrl']}")
         if not any(page in email.html for page in pages):
             return {}
+    links = system_links(contact_id=email.contact_id, email_id=email.id)
     targets = [f"<{links['unsubscribeUrl']}>"]
     if settings.UNSUBSCRIBE_MAILBOX:
         targets.append(f"<mailto:{settings.UNSUBSCRIBE_MAILBOX}?subject=unsubscribe-{email.id}>")
@@ -146,17 +196,23 @@ def build_message(email: Email, domain: Domain) -> PreparedMessage:
 
 
 _MARK_SENT_SQL = (
-    "UPDATE messaging_email SET status = %s, sent_at = %s, provider_message_id = %s, last_error = '', "
-    "updated_at = %s WHERE id = %s AND status = %s"
+    "UPDATE messaging_email SET status = %(sent)s, sent_at = %(at)s, provider_message_id = %(provider)s, "
+    "last_error = '', updated_at = %(at)s WHERE id = %(id)s AND status = %(sending)s"
 )
+_SENT_AT = Email._meta.get_field("sent_at")
 
 
-def _mark_sent(email_id, sent_at, provider_id: str) -> None:
-    # Once per delivered message: plain SQL, the ORM's compilation of this UPDATE costs more than the UPDATE.
-    when = Email._meta.get_field("sent_at").get_db_prep_value(sent_at, connection)
-    row = Email._meta.pk.get_db_prep_value(email_id, connection)
-    with connection.cursor() as cursor:
-        cursor.execute(_MARK_SENT_SQL, [Email.Status.SENT, when, provider_id, when, row, Email.Status.SENDING])
+def _mark_sent(cursor, email_id, sent_at, provider_id: str) -> None:
+    # Once per delivered message: plain SQL (the ORM's compilation of this UPDATE costs more than the UPDATE),
+    # prepared once per connection (PostgreSQL's planning was 60 % of the statement's cost).
+    params = {
+        "sent": Email.Status.SENT,
+        "at": _SENT_AT.get_db_prep_value(sent_at, connection),
+        "provider": provider_id,
+        "id": Email._meta.pk.get_db_prep_value(email_id, connection),
+        "sending": Email.Status.SENDING,
+    }
+    execute_prepared(cursor, _MARK_SENT_SQL, params)
 
 
 def _mark(email_id, status: str, **fields) -> None:
@@ -205,17 +261,17 @@ def _record_events(report: DeliveryReport) -> None:
     for email, error in report.failed:
         by_project[email.project].append((email, "email.failed", email_event_data(email, error=error)))
     for project, rows in by_project.items():
-        rows = [(email, name, data) for email, name, data in rows if email.contact is not None]
-        events_record_bulk(
+        events_record_rows(
             project=project,
-            items=[(email.contact, name, data) for email, name, data in rows],
-            email_ids=[email.id for email, _, _ in rows],
+            rows=[
+                (email.contact_id, name, data, email.id) for email, name, data in rows if email.contact_id is not None
+            ],
         )
 
 
 def _send_claimed(emails: list[Email], report: DeliveryReport) -> None:
     domains: dict[tuple, Domain | ApiError] = {}
-    with Transport() as transport:
+    with Transport() as transport, connection.cursor() as cursor:
         for index, email in enumerate(emails):
             wait = send_slot_wait(email.project_id)
             if wait:
@@ -247,7 +303,7 @@ def _send_claimed(emails: list[Email], report: DeliveryReport) -> None:
                     return
                 continue
             sent_at = timezone.now()
-            _mark_sent(email.id, sent_at, provider_id)
+            _mark_sent(cursor, email.id, sent_at, provider_id)
             report.sent.append((email, sent_at))
 
 
@@ -275,12 +331,9 @@ def _unflushed_marks():
 def emails_deliver(*, email_ids) -> DeliveryReport:
     """Claim and send the given emails; return what happened (the task schedules the retries)."""
     report = DeliveryReport()
-    claimed = emails_claim(email_ids=email_ids)
-    if not claimed:
+    emails = emails_claim(email_ids=email_ids)
+    if not emails:
         return report
-    emails = list(
-        Email.objects.filter(id__in=claimed).select_related("project", "contact", "attachments").order_by("created_at")
-    )
     emails = emails_skip_suppressed(emails=emails)
     try:
         with _unflushed_marks():
