@@ -1,3 +1,4 @@
+import gc
 import os
 
 from django.core.wsgi import get_wsgi_application
@@ -13,3 +14,7 @@ from messaging.api.fast import SEND_ROUTE  # noqa: E402
 from messaging.tracking_wsgi import with_tracking_routes  # noqa: E402
 
 application = with_fast_routes(with_tracking_routes(django_application), [TRACK_ROUTE, SEND_ROUTE])
+
+# Everything loaded so far lives as long as the process: keep it out of the cycle collector's scans, which otherwise
+# walk these ~130,000 objects again and again (10-20 % of the CPU of a /v1/track request).
+gc.freeze()
