@@ -1,3 +1,4 @@
+import gc
 import os
 
 from celery import Celery, signals
@@ -7,6 +8,13 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
 app = Celery("herald")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@signals.worker_process_init.connect
+def _freeze_loaded_objects(**kwargs):
+    # As in the web workers (config/wsgi.py): what a worker process starts with lives as long as it does, and the
+    # cycle collector need not scan it again and again.
+    gc.freeze()
 
 
 @signals.before_task_publish.connect
