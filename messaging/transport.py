@@ -82,37 +82,64 @@ def _smtp_error(exc: smtplib.SMTPException) -> TransportError:
 def _smtp_sendmail(smtp: smtplib.SMTP, envelope_from: str, recipients: list[str], raw: bytes) -> None:
     """`smtplib.SMTP.sendmail` for bare ASCII addresses, with the same replies, exceptions and resets.
 
-    `sendmail` passes both addresses through `email.utils.parseaddr` to quote them: a third of the CPU of the whole
-    SMTP exchange, for addresses that `messaging.mime.format_address` already wrote as bare addr-specs."""
+    1. `sendmail` passes both addresses through `email.utils.parseaddr` to quote them: a third of the CPU of the
+       whole SMTP exchange, for addresses that `messaging.mime.format_address` already wrote as bare addr-specs.
+    2. When the server offers PIPELINING (RFC 2920), MAIL, RCPT and DATA go in one write and their replies are read
+       in order: two round trips per message instead of four. A refusal is read to the end (and a DATA accepted
+       anyway is closed with an empty message) so that the connection stays in step for the next message.
+    """
     smtp.ehlo_or_helo_if_needed()
     size = f" size={len(raw)}" if smtp.does_esmtp and smtp.has_extn("size") else ""
-    code, reply = smtp.docmd("mail", f"FROM:<{envelope_from}>{size}")
+    commands = [f"MAIL FROM:<{envelope_from}>{size}", *(f"RCPT TO:<{recipient}>" for recipient in recipients), "DATA"]
+    pipelined = smtp.does_esmtp and smtp.has_extn("pipelining")
+    if pipelined:
+        smtp.send("".join(f"{command}\r\n" for command in commands))
+    pending = iter(commands)
+
+    def reply() -> tuple[int, bytes]:
+        return smtp.getreply() if pipelined else smtp.docmd(next(pending))
+
+    code, message = reply()
     if code != 250:
-        _abandon(smtp, code)
-        raise smtplib.SMTPSenderRefused(code, reply, envelope_from)
+        _abandon(smtp, code, unread=len(recipients) + 1 if pipelined else 0)
+        raise smtplib.SMTPSenderRefused(code, message, envelope_from)
     refused = {}
     for recipient in recipients:
-        code, reply = smtp.docmd("rcpt", f"TO:<{recipient}>")
+        code, message = reply()
         if code not in (250, 251):
-            refused[recipient] = (code, reply)
+            refused[recipient] = (code, message)
         if code == 421:
             smtp.close()
             raise smtplib.SMTPRecipientsRefused(refused)
     if len(refused) == len(recipients):
-        _abandon(smtp, code)
+        _abandon(smtp, code, unread=1 if pipelined else 0)
         raise smtplib.SMTPRecipientsRefused(refused)
-    code, reply = smtp.data(raw)
+    code, message = reply()
+    if code != 354:
+        _abandon(smtp, code)
+        raise smtplib.SMTPDataError(code, message)
+    # smtplib's dot-stuffing, as one bytes.replace (its multiline regex cost 50 us per 10 KB message).
+    stuffed = (b"\n" + raw).replace(b"\n.", b"\n..")[1:]
+    smtp.send(stuffed + (b".\r\n" if stuffed.endswith(b"\r\n") else b"\r\n.\r\n"))
+    code, message = smtp.getreply()
     if code != 250:
         _abandon(smtp, code)
-        raise smtplib.SMTPDataError(code, reply)
+        raise smtplib.SMTPDataError(code, message)
 
 
-def _abandon(smtp: smtplib.SMTP, code: int) -> None:
-    """After a refusal: close on 421 (the server is going away), else reset the transaction for the next message."""
+def _abandon(smtp: smtplib.SMTP, code: int, *, unread: int = 0) -> None:
+    """After a refusal: close on 421 (the server is going away); else read the `unread` replies still owed to
+    pipelined commands, end a DATA the server accepted anyway with an empty message, and reset the transaction
+    for the next message."""
     if code == 421:
         smtp.close()
         return
     with contextlib.suppress(smtplib.SMTPServerDisconnected):
+        for _ in range(unread):
+            code, _message = smtp.getreply()
+        if unread and code == 354:
+            smtp.send(b".\r\n")
+            smtp.getreply()
         smtp.rset()
 
 

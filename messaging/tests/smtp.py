@@ -32,17 +32,36 @@ class Received:
 
 @dataclass
 class SmtpSink:
-    """Stores every message; `reply` makes it answer RCPT with a chosen status instead (e.g. '550 no such user')."""
+    """Stores every message; `reply_to_rcpt` makes it answer RCPT with a chosen status instead (e.g. '550 no such
+    user'), `refused` the same for some recipients only (address -> reply), `reply_to_mail` the same for MAIL. It
+    offers PIPELINING (as Postfix does) unless `pipelining` is off."""
 
     host: str = "127.0.0.1"
     port: int = 0
     received: list[Received] = field(default_factory=list)
     reply_to_rcpt: str | None = None
+    refused: dict[str, str] = field(default_factory=dict)
+    reply_to_mail: str | None = None
+    pipelining: bool = True
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    async def handle_EHLO(self, server, session, envelope: Envelope, hostname, responses):
+        session.host_name = hostname
+        if self.pipelining:
+            return [*responses[:-1], "250-PIPELINING", responses[-1]]
+        return responses
+
+    async def handle_MAIL(self, server, session, envelope: Envelope, address, mail_options):
+        if self.reply_to_mail:
+            return self.reply_to_mail
+        envelope.mail_from = address
+        envelope.mail_options.extend(mail_options)
+        return "250 OK"
+
     async def handle_RCPT(self, server, session, envelope: Envelope, address, rcpt_options):
-        if self.reply_to_rcpt:
-            return self.reply_to_rcpt
+        reply = self.refused.get(address) or self.reply_to_rcpt
+        if reply:
+            return reply
         envelope.rcpt_tos.append(address)
         return "250 OK"
 

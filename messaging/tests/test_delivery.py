@@ -97,6 +97,32 @@ def test_a_permanent_rejection_fails_the_email_with_the_servers_reply(queued, sm
     assert event.data["emailId"] == queued[0] and "550" in event.data["error"]
 
 
+@pytest.mark.parametrize("pipelining", [True, False])
+def test_a_refused_message_leaves_the_connection_ready_for_the_next(queued, smtp_sink, pipelining):
+    smtp_sink.pipelining = pipelining
+    smtp_sink.refused["b@example.test"] = "550 5.1.1 No such user"
+    report = emails_deliver(email_ids=queued)
+    assert sorted(r.rcpt_tos[0] for r in smtp_sink.received) == ["a@example.test", "c@example.test"]
+    assert dict(Email.objects.values_list("to_email", "status")) == {
+        "a@example.test": "SENT",
+        "b@example.test": "FAILED",
+        "c@example.test": "SENT",
+    }
+    assert [str(email.id) for email, _ in report.failed] == [queued[1]]
+
+
+@pytest.mark.parametrize("pipelining", [True, False])
+def test_a_refused_sender_fails_each_message_with_its_own_reply(queued, smtp_sink, pipelining):
+    smtp_sink.pipelining = pipelining
+    smtp_sink.reply_to_mail = "553 5.7.1 Sender not allowed"
+    report = emails_deliver(email_ids=queued)
+    assert smtp_sink.received == []
+    assert sorted((str(email.id), error) for email, error in report.failed) == sorted(
+        (email_id, "553 5.7.1 Sender not allowed") for email_id in queued
+    )
+    assert set(Email.objects.values_list("status", flat=True)) == {"FAILED"}
+
+
 def test_a_temporary_rejection_is_retried_later(queued, smtp_sink):
     smtp_sink.reply_to_rcpt = "451 4.3.0 Try again later"
     report = emails_deliver(email_ids=queued[:1])
