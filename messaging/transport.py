@@ -88,6 +88,9 @@ def _smtp_sendmail(smtp: smtplib.SMTP, envelope_from: str, recipients: list[str]
        in order: two round trips per message instead of four. A refusal is read to the end (and a DATA accepted
        anyway is closed with an empty message) so that the connection stays in step for the next message.
     """
+    if any(char in address for address in (envelope_from, *recipients) for char in "\r\n<>"):
+        # Checked addresses never contain these; refuse rather than write them into a command.
+        raise smtplib.SMTPRecipientsRefused({address: (501, b"Bad address") for address in recipients})
     smtp.ehlo_or_helo_if_needed()
     size = f" size={len(raw)}" if smtp.does_esmtp and smtp.has_extn("size") else ""
     commands = [f"MAIL FROM:<{envelope_from}>{size}", *(f"RCPT TO:<{recipient}>" for recipient in recipients), "DATA"]

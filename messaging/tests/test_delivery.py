@@ -161,3 +161,17 @@ def test_the_send_rate_throttles_without_rejecting(queued, smtp_sink, settings):
     assert len(report.sent) == 1
     assert len(report.retry) == 2 and all(0 < delay <= 3 for delay in report.retry.values())
     assert Email.objects.filter(status="QUEUED").count() == 2
+
+
+def test_an_address_that_could_inject_smtp_commands_is_never_written(smtp_sink):
+    from messaging.transport import PreparedMessage, Transport, TransportError
+
+    message = PreparedMessage(
+        raw=b"Subject: x\r\n\r\nbody\r\n",
+        envelope_from="hi@alice.test",
+        recipients=["a@example.test>\r\nRCPT TO:<evil@example.test"],
+        as_email_message=lambda: None,
+    )
+    with Transport() as transport, pytest.raises(TransportError) as refused:
+        transport.send(message)
+    assert refused.value.permanent and smtp_sink.received == []
