@@ -29,7 +29,7 @@ from django.utils import timezone
 from config.api.exceptions import ApiError
 from config.api.timestamps import iso
 from config.db import execute_prepared
-from contacts.services import events_record_rows
+from contacts.services import contact_stub, events_record_bulk
 from domains.models import Domain
 from domains.services import domain_sign_message, sender_domain_for
 from messaging import mime
@@ -261,11 +261,11 @@ def _record_events(report: DeliveryReport) -> None:
     for email, error in report.failed:
         by_project[email.project].append((email, "email.failed", email_event_data(email, error=error)))
     for project, rows in by_project.items():
-        events_record_rows(
+        rows = [(email, name, data) for email, name, data in rows if email.contact_id is not None]
+        events_record_bulk(
             project=project,
-            rows=[
-                (email.contact_id, name, data, email.id) for email, name, data in rows if email.contact_id is not None
-            ],
+            items=[(contact_stub(project, email.contact_id), name, data) for email, name, data in rows],
+            email_ids=[email.id for email, _, _ in rows],
         )
 
 

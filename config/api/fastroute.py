@@ -87,12 +87,14 @@ def _answer(route: FastRoute, environ, body: bytes) -> tuple[list, bytes] | None
         return None
     window = Window.now() if settings.API_RATE_LIMIT_PER_MINUTE > 0 else None
     match = api_key_lookup(token=token, window=window)
-    if window is not None and window.count is not None:
-        environ[COUNTED_ENVIRON_KEY] = limit = window.state()
+    counted = window is not None and window.count is not None
+    if counted:  # handed on to the view if this request goes there
+        environ[COUNTED_ENVIRON_KEY] = window.state()
     if match is None or match.kind is not route.key_kind or match.project.disabled:
         return None
-    if COUNTED_ENVIRON_KEY not in environ:
-        environ[COUNTED_ENVIRON_KEY] = limit = rate_limit_hit(project_scope(match.project.id))
+    if not counted:
+        environ[COUNTED_ENVIRON_KEY] = rate_limit_hit(project_scope(match.project.id))
+    limit = environ[COUNTED_ENVIRON_KEY]
     if limit is not None and limit.exceeded:
         return None
     try:
