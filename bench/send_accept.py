@@ -35,6 +35,9 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=50)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4, help="> 1: gthread workers (keep-alive), as `make run`")
+    parser.add_argument(
+        "--worker-connections", type=int, default=0, help="gunicorn's cap of connections per worker (0: its default)"
+    )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--port", type=int, default=18002)
     args = parser.parse_args()
@@ -43,7 +46,9 @@ def main() -> None:
     env = bench_env("herald_bench_send", API_RATE_LIMIT_PER_MINUTE="100000000")
     project = setup_project(env)
     runs = []
-    with gunicorn(env, port=args.port, workers=args.workers, threads=args.threads) as base:
+    with gunicorn(
+        env, port=args.port, workers=args.workers, threads=args.threads, worker_connections=args.worker_connections
+    ) as base:
         options = dict(
             key=project["secretKey"],
             connections=args.connections,

@@ -67,7 +67,7 @@ def setup_project(env: dict) -> dict:
 
 
 @contextmanager
-def gunicorn(env: dict, *, port: int, workers: int, threads: int = 1):
+def gunicorn(env: dict, *, port: int, workers: int, threads: int = 1, worker_connections: int = 0):
     cmd = [
         str(BIN / "gunicorn"),
         "config.wsgi",
@@ -79,6 +79,7 @@ def gunicorn(env: dict, *, port: int, workers: int, threads: int = 1):
         str(threads),
         "--log-level",
         "warning",
+        *(["--worker-connections", str(worker_connections)] if worker_connections else []),
     ]
     process = subprocess.Popen(cmd, cwd=ROOT, env=env)
     base = f"http://127.0.0.1:{port}"

@@ -13,7 +13,7 @@ from accounts.models import Project
 from config.api.exceptions import ApiError, Conflict, ErrorCode, ValidationFailed
 from config.api.timestamps import iso
 from config.db import select_prepared
-from domains import dkim, records
+from domains import authorized, dkim, records
 from domains.models import Domain
 from domains.names import normalize_domain
 from domains.records import CheckStatus, Purpose
@@ -214,7 +214,9 @@ def sender_domain_for(*, project: Project, address: str, for_signing: bool = Fal
     The from-domain (lower-cased, trailing dot removed, IDNA-encoded) must equal a verified domain of the project
     or be a subdomain of one; the closest such domain is returned: the message is DKIM-signed as it. Only its id
     and name are loaded unless `for_signing` (the keys and the JSON of its DNS checks cost a fifth of a send
-    request's CPU to load, and accepting a message needs only the name).
+    request's CPU to load, and accepting a message needs only the name); that answer may come from the process's
+    memory (`domains.authorized`), and is then shared: read it, never change it. `for_signing` always asks the
+    database.
     """
     host = _address_domain(address)
     shown = (address or "").rpartition("@")[2].strip().rstrip(".").lower() or address
@@ -228,12 +230,17 @@ def sender_domain_for(*, project: Project, address: str, for_signing: bool = Fal
     if for_signing:
         domains = Domain.objects.filter(project=project, status=Domain.Status.VERIFIED, name__in=candidates)
     else:
+        remembered = authorized.recall(project.id, host)
+        if remembered is not None:
+            return remembered
         domains = select_prepared(
             Domain, ("id", "project", "name"), project=project.id, status=Domain.Status.VERIFIED, name__in=candidates
         )
     verified = {domain.name: domain for domain in domains}
     for name in candidates:  # closest first
         if name in verified:
+            if not for_signing:
+                authorized.remember(project.id, host, verified[name])
             return verified[name]
     raise DomainNotVerified(
         f'Domain "{host}" is not verified for this project',

@@ -28,7 +28,7 @@ from messaging.links import PAGES, system_links
 from messaging.mime import Attachment, insert_before_body_end
 from messaging.models import AttachmentBundle, Email, EmailType, Template
 from messaging.send_input import Address
-from messaging.suppression import emails_hold_suppressed, recipients_check_suppressed
+from messaging.suppression import recipients_check_suppressed
 from messaging.tracking import tracking_applies, with_tracking
 
 logger = logging.getLogger(__name__)
@@ -178,7 +178,7 @@ def emails_queue(
     """Queue one email per recipient, in order; returns each recipient's contact and email row."""
     domain = sender_domain_for(project=project, address=content.sender.email)
     _check_opt_outs(project, recipients, content, subscribed)
-    suppressed = recipients_check_suppressed(project=project, recipients=recipients, email_type=content.type)
+    recipients_check_suppressed(project=project, recipients=recipients, email_type=content.type)
     bundle = _bundle(project, content.attachments)
     now = timezone.now()
     queued: list[Queued] = []
@@ -206,9 +206,9 @@ def emails_queue(
             now=now,
         )
         queued.append(Queued(contact=contact, email=email))
-    deliverable = emails_hold_suppressed(emails=[item.email for item in queued], suppressed=suppressed)
-    insert_prepared([item.email for item in queued])
-    enqueue_delivery(deliverable)
+    emails = [item.email for item in queued]
+    insert_prepared(emails)
+    enqueue_delivery([email.id for email in emails])
     return queued
 
 

@@ -1,9 +1,10 @@
 """The suppression list: addresses of a project that no mail goes to after a hard bounce, a complaint, or an
 operator's decision.
 
-Checked twice: when a send is queued (marketing and headless mail is refused with 422, transactional mail is stored
-SUPPRESSED with the reason and never handed over) and again when a queued email is delivered, for addresses that were
-suppressed while it waited. Removing an address only lets mail through again; it does not resubscribe the contact.
+Checked when a marketing or headless send is accepted (a suppressed recipient refuses the request with 422), and for
+every email when it is delivered: a claimed email to a suppressed address is stored SUPPRESSED with the reason and
+never handed to the mail server. Transactional sends are not checked at acceptance: the answer would be the same,
+and delivery does the check anyway (including for addresses suppressed while the email waited). Removing an address only lets mail through again; it does not resubscribe the contact.
 """
 
 from collections.abc import Iterable
@@ -59,34 +60,21 @@ def suppressions_for(*, project_id, emails: Iterable[str]) -> dict[str, Suppress
     return {row.email: row for row in rows}
 
 
-def recipients_check_suppressed(*, project: Project, recipients: list[Address], email_type: str) -> dict[str, str]:
-    """Before a send is stored: a suppressed recipient of marketing or headless mail rejects the whole request
-    (422 on its `to` entry); for transactional mail, return address -> reason of the recipients whose email rows
-    are to be stored SUPPRESSED."""
+def recipients_check_suppressed(*, project: Project, recipients: list[Address], email_type: str) -> None:
+    """Before a marketing or headless send is stored: a suppressed recipient rejects the whole request (422 on its
+    `to` entry). Transactional mail passes; delivery holds what goes to a suppressed address."""
+    if email_type not in OPT_OUT_TYPES:
+        return
     found = suppressions_for(project_id=project.id, emails=[r.email for r in recipients])
-    if found and email_type in OPT_OUT_TYPES:
-        for index, recipient in enumerate(recipients):
-            suppression = found.get(normalize_email(recipient.email))
-            if suppression is not None:
-                field_path = f"to.{index}" if len(recipients) > 1 else "to"
-                raise ValidationFailed.field(
-                    field_path,
-                    f"{suppression_message(suppression)} and cannot receive {email_type.lower()} email",
-                    "custom",
-                )
-    return {address: suppression_message(row) for address, row in found.items()}
-
-
-def emails_hold_suppressed(*, emails: list[Email], suppressed: dict[str, str]) -> list:
-    """Mark the unsaved rows to suppressed addresses SUPPRESSED with the reason; return the ids of the others."""
-    deliverable = []
-    for email in emails:
-        reason = suppressed.get(normalize_email(email.to_email))
-        if reason is None:
-            deliverable.append(email.id)
-        else:
-            email.status, email.last_error = Email.Status.SUPPRESSED, reason
-    return deliverable
+    for index, recipient in enumerate(recipients):
+        suppression = found.get(normalize_email(recipient.email))
+        if suppression is not None:
+            field_path = f"to.{index}" if len(recipients) > 1 else "to"
+            raise ValidationFailed.field(
+                field_path,
+                f"{suppression_message(suppression)} and cannot receive {email_type.lower()} email",
+                "custom",
+            )
 
 
 def emails_skip_suppressed(*, emails: list[Email]) -> list[Email]:

@@ -304,6 +304,8 @@ DOMAINS_CHECK_BATCH_SIZE = env.int("DOMAINS_CHECK_BATCH_SIZE", default=200)
 DOMAINS_VERIFIED_RECHECK_MINUTES = env.int("DOMAINS_VERIFIED_RECHECK_MINUTES", default=60)
 # A verified domain whose DKIM record is absent on this many checks in a row goes back to pending (decisions.md).
 DOMAINS_DKIM_MISSES_BEFORE_PENDING = env.int("DOMAINS_DKIM_MISSES_BEFORE_PENDING", default=3)
+# How long a process trusts that a sender host is on a verified domain (domains.authorized); 0 asks every time.
+DOMAINS_SENDER_MEMORY_SECONDS = env.int("DOMAINS_SENDER_MEMORY_SECONDS", default=10)
 
 # Contacts
 CONTACT_IMPORT_MAX_BYTES = env.int("CONTACT_IMPORT_MAX_BYTES", default=5 * 1024 * 1024)
@@ -318,6 +320,8 @@ DELIVERY_RETRY_BASE_SECONDS = env.float("DELIVERY_RETRY_BASE_SECONDS", default=3
 # A row claimed for sending longer ago than this is assumed lost with its worker and queued again.
 DELIVERY_CLAIM_TIMEOUT_SECONDS = env.int("DELIVERY_CLAIM_TIMEOUT_SECONDS", default=600)
 DELIVERY_BATCH_SIZE = env.int("DELIVERY_BATCH_SIZE", default=50)
+# Each process hands committed emails to delivery in one Redis command per this many seconds (messaging.dispatch).
+DELIVERY_HANDOVER_SECONDS = env.float("DELIVERY_HANDOVER_SECONDS", default=0.01)
 # Messages per second each project may hand to the transport (0 = no limit); excess waits, it is not rejected.
 SEND_RATE_PER_PROJECT_PER_SECOND = env.float("SEND_RATE_PER_PROJECT_PER_SECOND", default=0)
 # A mailbox for `List-Unsubscribe: <mailto:...>` besides the https link; empty = https only.

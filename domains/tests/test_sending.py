@@ -43,6 +43,32 @@ def test_other_senders_are_403_naming_the_domain(project, other_project, address
     assert f'"{named}"' in caught.value.message
 
 
+def test_a_sender_is_remembered_until_its_domain_changes(project, django_assert_num_queries):
+    """Accepting a send does not ask the database again for a sender it has just authorised; saving or deleting a
+    domain of the project is seen at once."""
+    sender_domain_for(project=project.project, address="news@mail.alice.test")
+    with django_assert_num_queries(0):
+        assert sender_domain_for(project=project.project, address="news@mail.alice.test").name == "alice.test"
+    # A closer domain verified since: it signs from now on.
+    domain_mark_verified_by_operator(project=project.project, name="mail.alice.test")
+    assert sender_domain_for(project=project.project, address="news@mail.alice.test").name == "mail.alice.test"
+    domain = Domain.objects.get(name="mail.alice.test")
+    domain.status = Domain.Status.PENDING
+    domain.save()
+    assert sender_domain_for(project=project.project, address="news@mail.alice.test").name == "alice.test"
+    Domain.objects.get(name="alice.test").delete()
+    from config.api.exceptions import ApiError
+
+    with pytest.raises(ApiError):
+        sender_domain_for(project=project.project, address="news@mail.alice.test")
+
+
+def test_signing_always_asks_the_database(project, django_assert_num_queries):
+    sender_domain_for(project=project.project, address="news@alice.test")
+    with django_assert_num_queries(1):
+        assert sender_domain_for(project=project.project, address="news@alice.test", for_signing=True).pk
+
+
 def message(sender: str) -> bytes:
     msg = EmailMessage()
     msg["From"] = f"Alice <{sender}>"

@@ -8,6 +8,7 @@ from django.db import connection
 from django.utils import timezone
 
 from contacts.models import Event
+from domains.models import Domain
 from messaging.delivery import emails_claim, emails_deliver, emails_sweep
 from messaging.models import Email
 from messaging.tasks import deliver_emails_task, sweep_emails_task
@@ -95,6 +96,19 @@ def test_a_permanent_rejection_fails_the_email_with_the_servers_reply(queued, sm
     assert report.retry == {}
     event = Event.objects.get(name="email.failed")
     assert event.data["emailId"] == queued[0] and "550" in event.data["error"]
+
+
+def test_mail_from_a_domain_unverified_meanwhile_is_failed_never_sent(send, smtp_sink):
+    """Another process may accept a send for a few seconds after the domain lost its verification (it remembers the
+    sender, domains.authorized); delivery checks the domain again and sends nothing from it."""
+    body = {"to": "a@example.test", "from": "hi@alice.test", "subject": "S", "body": "<p>B</p>"}
+    assert send(body).status_code == 200  # this process now remembers the sender
+    Domain.objects.filter(name="alice.test").update(status=Domain.Status.PENDING)  # as another process would
+    response = send(body)
+    assert response.status_code == 200
+    email = Email.objects.get(id=response.json()["data"]["emails"][0]["email"])
+    assert (email.status, email.last_error) == ("FAILED", 'Domain "alice.test" is not verified for this project')
+    assert len(smtp_sink.received) == 1
 
 
 @pytest.mark.parametrize("pipelining", [True, False])

@@ -26,6 +26,26 @@ def test_single_recipient_sends_are_delivered_once_through_the_queue(send, smtp_
     assert _queue_length(redis_cache) == 0
 
 
+def _queued_ids(cache) -> list[str]:
+    key = cache.make_and_validate_key("delivery:waiting")
+    return [raw.decode() for raw in cache._cache.get_client(write=True).lrange(key, 0, -1)]
+
+
+@pytest.mark.django_db
+def test_a_process_hands_over_what_its_requests_committed_together(send, redis_cache, settings):
+    """In production, each process appends the ids its requests committed in the last moment in one command, from
+    a thread of its own: the request does not wait for it, and every id arrives, in order."""
+    settings.DELIVERY_HANDOVER_SECONDS = 1.0
+    app.conf.task_always_eager = False  # no worker: the ids stay in the list
+    try:
+        responses = [send({**BODY, "to": f"b{n}@example.test"}) for n in range(3)]
+        assert _queue_length(redis_cache) == 0  # still held by this process
+        wait_until(lambda: _queue_length(redis_cache) == 3, timeout=10, what="three ids in the delivery queue")
+    finally:
+        app.conf.task_always_eager = True
+    assert _queued_ids(redis_cache) == [r.json()["data"]["emails"][0]["email"] for r in responses]
+
+
 @pytest.mark.django_db
 def test_ids_whose_dispatch_was_lost_are_sent_by_the_sweeper(send, smtp_sink, redis_cache):
     app.conf.task_always_eager = False  # no worker consumes the broker: the dispatch task is never run
