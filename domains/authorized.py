@@ -13,8 +13,10 @@ import time
 from django.conf import settings
 
 # (project id, sender host) -> (monotonic expiry, the verified domain). Reads and writes of one dict entry are
-# atomic under the GIL; the worst race re-asks the database.
+# atomic under the GIL; the worst race re-asks the database. Emptied when it grows past _MAX_ENTRIES (expired
+# entries are otherwise only replaced, never swept).
 _memory: dict = {}
+_MAX_ENTRIES = 10_000
 
 
 def recall(project_id, host: str):
@@ -27,8 +29,11 @@ def recall(project_id, host: str):
 
 def remember(project_id, host: str, domain) -> None:
     seconds = settings.DOMAINS_SENDER_MEMORY_SECONDS
-    if seconds > 0:
-        _memory[(project_id, host)] = (time.monotonic() + seconds, domain)
+    if seconds <= 0:
+        return
+    if len(_memory) >= _MAX_ENTRIES:
+        _memory.clear()
+    _memory[(project_id, host)] = (time.monotonic() + seconds, domain)
 
 
 def forget_project(project_id) -> None:

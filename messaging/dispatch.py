@@ -68,37 +68,45 @@ def _hand_over(email_ids: list[str]) -> None:
 
 
 class _Batcher:
-    """The ids committed in this process, handed over together by one thread every `delay` seconds."""
+    """The ids committed in this process, handed over together by one thread every `DELIVERY_HANDOVER_SECONDS`."""
 
     def __init__(self) -> None:
+        self._reset()
+        # A forked child starts empty, with its own lock and thread: it neither hands over its parent's ids again
+        # nor waits on a lock the parent's thread held at the fork.
+        os.register_at_fork(after_in_child=self._reset)
+
+    def _reset(self) -> None:
         self._lock = threading.Lock()
         self._pending: list[str] = []
         self._wake = threading.Event()
-        self._pid: int | None = None  # the process whose thread runs; a forked child starts its own
+        self._thread: threading.Thread | None = None
 
-    def add(self, ids: list[str], delay: float) -> None:
+    def add(self, ids: list[str]) -> None:
         with self._lock:
             self._pending.extend(ids)
             self._wake.set()
-            if self._pid != os.getpid():
-                self._pid = os.getpid()
-                threading.Thread(target=self._run, args=(delay,), name="delivery-handover", daemon=True).start()
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="delivery-handover", daemon=True)
+                self._thread.start()
 
     def flush(self) -> None:
+        """Hand over what is held now; a failure is logged (the rows are QUEUED: the sweeper sends them)."""
         with self._lock:
             batch, self._pending = self._pending, []
             self._wake.clear()
-        if batch:
+        if not batch:
+            return
+        try:
             _hand_over(batch)
+        except Exception:
+            logger.exception("Could not hand %d email(s) over to delivery; the sweeper will send them", len(batch))
 
-    def _run(self, delay: float) -> None:
+    def _run(self) -> None:
         while True:
             self._wake.wait()
-            time.sleep(delay)  # what other requests commit meanwhile goes in the same command
-            try:
-                self.flush()
-            except Exception:  # never lets the thread die; the sweeper picks up what is left
-                logger.exception("Could not hand emails over to delivery")
+            time.sleep(settings.DELIVERY_HANDOVER_SECONDS)  # what other requests commit meanwhile goes along
+            self.flush()
 
 
 _batcher = _Batcher()
@@ -106,9 +114,8 @@ atexit.register(_batcher.flush)  # a worker that stops gracefully hands over wha
 
 
 def _committed(ids: list[str]) -> None:
-    delay = settings.DELIVERY_HANDOVER_SECONDS
-    if delay > 0 and redis_client(caches["default"]) is not None:
-        _batcher.add(ids, delay)
+    if settings.DELIVERY_HANDOVER_SECONDS > 0 and redis_client(caches["default"]) is not None:
+        _batcher.add(ids)
     else:
         _hand_over(ids)
 
