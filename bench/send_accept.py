@@ -8,11 +8,21 @@ Redis), so the figure is what the API accepts: validation, contact upsert, rende
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 from pathlib import Path
 
+import redis
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.serve import bench_env, fresh_database, gunicorn, machine, setup_project, wrk
+
+
+def psql(env: dict, sql: str) -> str:
+    return subprocess.run(
+        ["psql", env["DATABASE_URL"], "-Atc", sql], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
 
 BODY_LUA = """
 math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16))
@@ -44,6 +54,8 @@ def main() -> None:
 
     fresh_database("herald_bench_send")
     env = bench_env("herald_bench_send", API_RATE_LIMIT_PER_MINUTE="100000000")
+    cache = redis.Redis.from_url(env["CACHE_URL"])
+    cache.flushdb()  # the delivery queue starts empty, so that it can be checked against the stored rows
     project = setup_project(env)
     runs = []
     with gunicorn(
@@ -59,6 +71,10 @@ def main() -> None:
         wrk(f"{base}/v1/send", seconds=3, **options)  # warm-up
         for _ in range(args.runs):
             runs.append(wrk(f"{base}/v1/send", seconds=args.seconds, **options))
+    # gunicorn has stopped (its workers hand over what they held as they exit): every accepted email must be
+    # waiting for delivery, once.
+    stored = int(psql(env, "SELECT count(*) FROM messaging_email"))
+    waiting = [raw.decode() for raw in cache.lrange(":1:delivery:waiting", 0, -1)]
     print(
         json.dumps(
             {
@@ -70,6 +86,9 @@ def main() -> None:
                 "median_p50_ms": statistics.median(r["p50_ms"] for r in runs),
                 "median_p99_ms": statistics.median(r["p99_ms"] for r in runs),
                 "runs": runs,
+                "emails_stored": stored,
+                "emails_waiting_for_delivery": len(waiting),
+                "emails_waiting_twice": len(waiting) - len(set(waiting)),
             },
             indent=2,
         )
