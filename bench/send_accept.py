@@ -1,8 +1,9 @@
 """POST /v1/send acceptance: gunicorn on PostgreSQL and Redis (broker and cache), 50 connections, each request
-one new recipient with data and a rendered template. Delivery is excluded (no worker runs; the tasks wait in
-Redis), so the figure is what the API accepts: validation, contact upsert, rendering, the email row, the task.
+one new recipient with data and a rendered template. Delivery is excluded (no worker runs; the ids wait in the
+Redis delivery queue), so the figure is what the API accepts: validation, contact upsert, rendering, the email row,
+the hand-over. At the end it checks that every stored email is waiting for delivery exactly once.
 
-    python bench/send_accept.py [--seconds 20] [--workers 2 --threads 4] [--runs 3]
+    python bench/send_accept.py [--seconds 20] [--workers 2 --threads 4] [--worker-connections 25] [--runs 3]
 """
 
 import argparse
