@@ -1,6 +1,8 @@
-"""OpenAPI: the two key schemes and the error envelope as shared components."""
+"""OpenAPI: the two key schemes, the error envelope as a shared component, and the error answers every operation
+can give, so that the published schema says what the service does (a test checks responses against it)."""
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
 
 class _BearerKeyScheme(OpenApiAuthenticationExtension):
@@ -56,6 +58,34 @@ ERROR_ENVELOPE = {
     },
 }
 BARE_ERROR = {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}}
+ERROR_RESPONSE = OpenApiResponse(description="Error envelope")
+
+
+def bare_or_envelope_400(description: str) -> OpenApiResponse:
+    """A 400 that is the bare `{error}` the spec gives for one missing field, or the envelope for a malformed body."""
+    return OpenApiResponse(
+        response={
+            "oneOf": [{"$ref": "#/components/schemas/BareError"}, {"$ref": "#/components/schemas/ErrorEnvelope"}]
+        },
+        description=description,
+    )
+
+
+def count_parameter(name: str, description: str, *, maximum: int | None = None) -> OpenApiParameter:
+    """An integer query parameter read by `config.api.pagination.int_param`: below 1 is 422; above `maximum` is
+    422 too when given here, otherwise clamped (the description says to what)."""
+    schema = {"type": "integer", "minimum": 1}
+    if maximum is not None:
+        schema["maximum"] = maximum
+    return OpenApiParameter(name, schema, description=description)
+
+
+IDEMPOTENCY_KEY = OpenApiParameter(
+    "Idempotency-Key",
+    {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x20-\\x7e]+$"},
+    OpenApiParameter.HEADER,
+    description="Printable ASCII, 1 to 255 characters; any reuse within its lifetime is 409 (docs/api.md)",
+)
 
 
 def add_error_components(result, generator, request, public):
@@ -67,13 +97,31 @@ def add_error_components(result, generator, request, public):
     for path_item in result.get("paths", {}).values():
         for operation in path_item.values():
             responses = operation.setdefault("responses", {})
-            defaults = {"401": "Missing, unknown or wrong kind of API key", "429": "Rate limit exceeded"}
-            if operation.get("security") == [{}] or not operation.get("security"):
-                defaults = {"429": "Rate limit exceeded"}
-            defaults["500"] = "Unexpected error"
+            defaults = _error_defaults(operation)
             for status, description in defaults.items():
                 responses.setdefault(status, {"description": description, "content": error_ref})
             for status, response in responses.items():
                 if status.startswith(("4", "5")) and "content" not in response:
                     response["content"] = error_ref
     return result
+
+
+def _error_defaults(operation: dict) -> dict[str, str]:
+    """The error statuses an operation can answer whatever its view declares, from what it takes."""
+    parameters = operation.get("parameters", [])
+    takes_body = "requestBody" in operation
+    defaults = {}
+    if takes_body or any(p["name"] in ("cursor", "Idempotency-Key") for p in parameters):
+        defaults["400"] = "Malformed request: a body that is not a JSON object, a cursor or Idempotency-Key not valid"
+    if operation.get("security") not in (None, [], [{}]):
+        defaults["401"] = "Missing, unknown or wrong kind of API key"
+        defaults["403"] = "The project is disabled (PROJECT_DISABLED), or the action is not allowed"
+    if any(p["in"] == "path" for p in parameters):
+        defaults["404"] = "Not found in this project"
+    if any(p["name"] == "Idempotency-Key" for p in parameters):
+        defaults["409"] = "The Idempotency-Key was used before (IDEMPOTENCY_KEY_REUSED)"
+    if takes_body or any(p["in"] in ("query", "path") for p in parameters):
+        defaults["422"] = "Validation failed (VALIDATION_ERROR), with the field of each error"
+    defaults["429"] = "Rate limit exceeded"
+    defaults["500"] = "Unexpected error"
+    return defaults

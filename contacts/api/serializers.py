@@ -4,6 +4,7 @@ Input fields are strict about JSON types (a string is not a boolean), as decisio
 type is 422 `invalid_type`.
 """
 
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from config.api.timestamps import iso
@@ -36,6 +37,7 @@ class StrictEmailField(serializers.EmailField):
         return value.lower()
 
 
+@extend_schema_field({"type": "object", "additionalProperties": True, "nullable": True})
 class DataField(serializers.JSONField):
     """A contact `data` object, checked by the data rules' shape checks (object, 64 KB, keys, locale)."""
 
@@ -93,6 +95,7 @@ class ContactUpsertOutputSerializer(ContactOutputSerializer):
     _meta = ContactMetaSerializer()
 
 
+@extend_schema_serializer(many=False)  # the page envelope itself, not a list of them
 class ContactPageSerializer(serializers.Serializer):
     data = ContactOutputSerializer(many=True)
     cursor = serializers.CharField(allow_null=True)
@@ -241,6 +244,7 @@ class EventOutputSerializer(serializers.Serializer):
     createdAt = IsoDateTimeField(source="created_at")
 
 
+@extend_schema_serializer(many=False)
 class EventPageSerializer(serializers.Serializer):
     data = EventOutputSerializer(many=True)
     cursor = serializers.CharField(allow_null=True)

@@ -10,6 +10,7 @@ from accounts.models import Job
 from config.api.authentication import PublicKeyAuthentication
 from config.api.exceptions import BareError, Conflict, NotFound, ValidationFailed
 from config.api.pagination import CursorSort, cursor_page, int_param
+from config.api.schema import IDEMPOTENCY_KEY, bare_or_envelope_400, count_parameter
 from config.api.timestamps import iso
 from config.api.validation import validate
 from config.api.views import ApiView, ProjectScopedViewSet
@@ -25,7 +26,7 @@ CONTACT_SORT = CursorSort({"createdAt": "created_at", "email": "email"}, default
 EVENT_SORT = CursorSort({"createdAt": "created_at"}, default="createdAt")
 
 PAGE_PARAMS = [
-    OpenApiParameter("limit", int, description="1 to 100 (default 20; larger values are clamped)"),
+    count_parameter("limit", "1 to 100 (default 20; larger values are clamped)"),
     OpenApiParameter("cursor", str, description="`cursor` of the previous page"),
 ]
 FIELD_PARAM = OpenApiParameter("field", str, OpenApiParameter.PATH, description="`data.<key>` or a standard field")
@@ -92,7 +93,12 @@ class ContactViewSet(ProjectScopedViewSet):
     @extend_schema(
         operation_id="contacts_upsert",
         request=s.ContactCreateInputSerializer,
-        responses={200: s.ContactUpsertOutputSerializer, 201: s.ContactUpsertOutputSerializer, 400: ERROR, 422: ERROR},
+        responses={
+            200: s.ContactUpsertOutputSerializer,
+            201: s.ContactUpsertOutputSerializer,
+            400: bare_or_envelope_400("`{error}` when `email` is missing; the envelope for a malformed body"),
+            422: ERROR,
+        },
     )
     def create(self, request):
         if request.data.get("email") in (None, ""):
@@ -156,7 +162,7 @@ class ContactViewSet(ProjectScopedViewSet):
 
     @extend_schema(
         operation_id="contacts_field_values",
-        parameters=[FIELD_PARAM, OpenApiParameter("limit", int, description="1 to 200 (default 100)")],
+        parameters=[FIELD_PARAM, count_parameter("limit", "1 to 200 (default 100; larger values are clamped)")],
         responses={200: s.FieldValuesSerializer, 422: ERROR},
     )
     def field_values(self, request, field=None):
@@ -182,7 +188,14 @@ class ContactViewSet(ProjectScopedViewSet):
 
     @extend_schema(
         operation_id="contacts_field_delete",
-        parameters=[FIELD_PARAM],
+        parameters=[
+            OpenApiParameter(
+                "field",
+                {"type": "string", "pattern": "^data\\..+"},
+                OpenApiParameter.PATH,
+                description="`data.<key>`: only custom fields can be deleted",
+            )
+        ],
         responses={204: None, 409: ERROR, 422: ERROR},
     )
     def field_delete(self, request, field=None):
@@ -290,7 +303,7 @@ class TrackView(ApiView):
         operation_id="v1_track",
         request=s.TrackInputSerializer,
         responses={200: s.TrackOutputSerializer, 400: ERROR, 409: ERROR, 422: ERROR},
-        parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER)],
+        parameters=[IDEMPOTENCY_KEY],
     )
     def post(self, request):
         return _track(request, request.auth.project)
@@ -339,7 +352,7 @@ class EventViewSet(ProjectScopedViewSet):
 
     @extend_schema(
         operation_id="events_stats",
-        parameters=[OpenApiParameter("days", int, description="Period in days (default 30)")],
+        parameters=[count_parameter("days", "Period in days (default 30, at most 3,650: larger values are clamped)")],
         responses={200: s.EventStatSerializer(many=True), 422: ERROR},
     )
     def stats(self, request):

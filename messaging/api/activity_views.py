@@ -11,6 +11,7 @@ from rest_framework.response import Response
 
 from config.api.exceptions import ValidationFailed
 from config.api.pagination import int_param
+from config.api.schema import count_parameter
 from config.api.views import ApiView
 from messaging.insights import activity, analytics
 from messaging.insights.registry import ActivityFilters
@@ -19,8 +20,8 @@ ERROR = OpenApiResponse(description="Error envelope")
 MAX_RANGE = timedelta(days=366)
 MAX_HOURLY_RANGE = timedelta(days=7)
 MAX_RECENT_MINUTES = 60
-DAYS = OpenApiParameter("days", int, description="Period in days up to now (default 30, at most 366)")
-LIMIT = OpenApiParameter("limit", int, description="1 to 100 (larger values are clamped)")
+DAYS = count_parameter("days", "Period in days up to now (default 30; larger than 366 is clamped)")
+LIMIT = count_parameter("limit", "1 to 100 (larger values are clamped)")
 START = OpenApiParameter("startDate", str, description="ISO 8601 date or timestamp (UTC unless an offset is given)")
 END = OpenApiParameter("endDate", str, description="ISO 8601 date (the whole day) or timestamp")
 
@@ -166,7 +167,7 @@ class ActivityListView(ApiView):
     @extend_schema(
         operation_id="activity_list",
         parameters=[
-            OpenApiParameter("limit", int, description="1 to 100 (default 20; larger values are clamped)"),
+            count_parameter("limit", "1 to 100 (default 20; larger values are clamped)"),
             OpenApiParameter("cursor", str, description="`cursor` of the previous page"),
             OpenApiParameter("types", str, description="Comma-separated activity types"),
             OpenApiParameter("contactId", OpenApiTypes.UUID),
@@ -202,7 +203,7 @@ class ActivityStatsView(ApiView):
 class ActivityRecentCountView(ApiView):
     @extend_schema(
         operation_id="activity_recent_count",
-        parameters=[OpenApiParameter("minutes", int, description="1 to 60 (default 5)")],
+        parameters=[count_parameter("minutes", "1 to 60 (default 5)", maximum=MAX_RECENT_MINUTES)],
         responses={200: RecentCountSerializer, 422: ERROR},
     )
     def get(self, request):
@@ -223,8 +224,8 @@ class ActivityUpcomingView(ApiView):
     @extend_schema(
         operation_id="activity_upcoming",
         parameters=[
-            OpenApiParameter("limit", int, description="1 to 100 (default 50)"),
-            OpenApiParameter("daysAhead", int, description="1 to 366 (default 30)"),
+            count_parameter("limit", "1 to 100 (default 50; larger values are clamped)"),
+            count_parameter("daysAhead", "1 to 366 (default 30; larger values are clamped)"),
         ],
         responses={200: UpcomingSerializer, 422: ERROR},
     )

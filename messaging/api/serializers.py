@@ -1,3 +1,4 @@
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from config.api.timestamps import iso
@@ -64,6 +65,7 @@ class TemplateOutputSerializer(serializers.Serializer):
         self.fields["from"] = serializers.EmailField()
 
 
+@extend_schema_serializer(many=False)  # the page envelope itself, not a list of them
 class TemplatePageSerializer(serializers.Serializer):
     data = TemplateOutputSerializer(many=True)
     total = serializers.IntegerField()
@@ -82,11 +84,36 @@ class IdSerializer(serializers.Serializer):
     id = serializers.UUIDField()
 
 
+_ADDRESS = [
+    {"type": "string", "format": "email"},
+    {
+        "type": "object",
+        "required": ["email"],
+        "properties": {"name": {"type": "string"}, "email": {"type": "string", "format": "email"}},
+    },
+]
+
+
+@extend_schema_field({"oneOf": [*_ADDRESS, {"type": "array", "minItems": 1, "items": {"oneOf": _ADDRESS}}]})
+class RecipientsField(serializers.JSONField):
+    """`to`: parsed by messaging.send_input; its shapes published for the schema."""
+
+
+@extend_schema_field({"oneOf": _ADDRESS})
+class SenderField(serializers.JSONField):
+    """`from`: parsed by messaging.send_input; its shapes published for the schema."""
+
+
+@extend_schema_field({"type": "object", "additionalProperties": True, "nullable": True})
+class ObjectField(serializers.JSONField):
+    """A JSON object checked by the service (`data`), published as such."""
+
+
 class SendInputSerializer(serializers.Serializer):
     """The typed fields of POST /v1/send; `to`, `from`, `headers` and `attachments` take several shapes and are
     parsed by messaging.send_input with exact field paths."""
 
-    to = serializers.JSONField(required=False, help_text="An address, {name, email}, or an array of either")
+    to = RecipientsField(required=False, help_text="An address, {name, email}, or an array of either")
     subject = serializers.CharField(
         max_length=998, required=False, allow_blank=False, trim_whitespace=False, validators=[_no_line_breaks]
     )
@@ -94,14 +121,14 @@ class SendInputSerializer(serializers.Serializer):
     template = serializers.UUIDField(required=False, allow_null=True)
     name = serializers.CharField(max_length=255, required=False, allow_blank=True, help_text="Deprecated")
     subscribed = serializers.BooleanField(required=False, allow_null=True)
-    data = serializers.JSONField(required=False, allow_null=True)
+    data = ObjectField(required=False, allow_null=True)
     headers = serializers.JSONField(required=False, allow_null=True)
     reply = serializers.JSONField(required=False, allow_null=True)
     attachments = serializers.JSONField(required=False, allow_null=True)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["from"] = serializers.JSONField(required=False, help_text="An address or {name, email}")
+        self.fields["from"] = SenderField(required=False, help_text="An address or {name, email}")
 
 
 class SentEmailSerializer(serializers.Serializer):

@@ -6,6 +6,7 @@ from rest_framework.response import Response
 
 from config.api.exceptions import BareError, ValidationFailed
 from config.api.pagination import choice_param, offset_page, template_page_envelope
+from config.api.schema import ERROR_RESPONSE, IDEMPOTENCY_KEY, bare_or_envelope_400, count_parameter
 from config.api.timestamps import iso_now
 from config.api.validation import validate
 from config.api.views import ApiView, ProjectScopedViewSet
@@ -25,8 +26,8 @@ class TemplateViewSet(ProjectScopedViewSet):
     @extend_schema(
         summary="List templates",
         parameters=[
-            OpenApiParameter("page", int),
-            OpenApiParameter("pageSize", int),
+            count_parameter("page", "1-based page number (default 1)"),
+            count_parameter("pageSize", "1 to 100 (default 20; larger values are clamped)"),
             OpenApiParameter("type", str, enum=EmailType.values),
             OpenApiParameter("search", str),
             OpenApiParameter("sort", str, enum=list(TEMPLATE_SORT)),
@@ -55,7 +56,12 @@ class TemplateViewSet(ProjectScopedViewSet):
         return Response(template_page_envelope(page, s.template_json))
 
     @extend_schema(
-        summary="Create a template", request=s.TemplateInputSerializer, responses={201: s.TemplateOutputSerializer}
+        summary="Create a template",
+        request=s.TemplateInputSerializer,
+        responses={
+            201: s.TemplateOutputSerializer,
+            400: bare_or_envelope_400("`{error}` when `from` is missing; the envelope for a malformed body"),
+        },
     )
     def create(self, request):
         if not request.data.get("from"):
@@ -97,7 +103,8 @@ class SendView(ApiView):
     @extend_schema(
         summary="Send an email to one or more recipients",
         request=s.SendInputSerializer,
-        responses=s.SendResultSerializer,
+        parameters=[IDEMPOTENCY_KEY],
+        responses={200: s.SendResultSerializer, 404: ERROR_RESPONSE},
     )
     def post(self, request):
         body = validate(s.SendInputSerializer, request.data)

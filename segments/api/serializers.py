@@ -1,6 +1,6 @@
 """Input and output serializers of the segments endpoints, with explicit camelCase names."""
 
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from config.api.timestamps import iso
@@ -55,6 +55,7 @@ class SegmentUpdateInputSerializer(serializers.Serializer):
     trackMembership = StrictBooleanField(required=False)
 
 
+@extend_schema_serializer(many=False)  # the page envelope itself, not a list of them
 class SegmentMembersPageSerializer(serializers.Serializer):
     data = ContactOutputSerializer(many=True)
     total = serializers.IntegerField()

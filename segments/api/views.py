@@ -1,10 +1,11 @@
 """Segments endpoints: parse, call one service or selector, serialize."""
 
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.response import Response
 
 from config.api.exceptions import BareError
 from config.api.pagination import int_param, template_page_envelope
+from config.api.schema import bare_or_envelope_400, count_parameter
 from config.api.validation import validate
 from config.api.views import ProjectScopedViewSet
 from contacts.api.serializers import ContactOutputSerializer
@@ -13,7 +14,9 @@ from segments.api import serializers as s
 from segments.models import Segment, SegmentType
 
 ERROR = OpenApiResponse(description="Error envelope")
-BARE_ERROR = OpenApiResponse(description="`{error}`: a DYNAMIC segment needs an object condition")
+BARE_ERROR = bare_or_envelope_400(
+    "`{error}` when a DYNAMIC segment has no object condition; the envelope for a malformed body"
+)
 
 
 def _contact_json(contact) -> dict:
@@ -77,8 +80,8 @@ class SegmentViewSet(ProjectScopedViewSet):
     @extend_schema(
         operation_id="segments_contacts",
         parameters=[
-            OpenApiParameter("page", int, description="1-based page number (default 1)"),
-            OpenApiParameter("pageSize", int, description="1 to 100 (default 20; larger values are clamped)"),
+            count_parameter("page", "1-based page number (default 1)"),
+            count_parameter("pageSize", "1 to 100 (default 20; larger values are clamped)"),
         ],
         responses={200: s.SegmentMembersPageSerializer, 404: ERROR, 422: ERROR},
     )
