@@ -37,7 +37,8 @@ def remember(project_id, host: str, domain) -> None:
 
 
 def forget_project(project_id) -> None:
-    for key in [key for key in _memory if key[0] == project_id]:
+    # list() copies the keys in one step: iterating the dict itself could meet another thread's insert.
+    for key in [key for key in list(_memory) if key[0] == project_id]:
         _memory.pop(key, None)
 
 
