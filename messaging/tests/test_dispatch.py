@@ -1,11 +1,13 @@
 """Accepted emails reach the workers through the Redis delivery queue: every one is delivered once, those whose
 dispatch was lost are picked up by the sweeper, and a real worker does it all on its own."""
 
+import os
+
 import pytest
 
 from config.celery import app
 from config.tests.processes import celery_worker, wait_until
-from messaging.dispatch import emails_dispatch
+from messaging.dispatch import _Batcher, emails_dispatch
 from messaging.models import Email
 from messaging.tasks import sweep_emails_task
 from messaging.tests.conftest import REDIS_URL
@@ -78,3 +80,21 @@ def test_a_worker_delivers_single_sends_that_went_through_the_queue(secret_clien
         app.conf.task_always_eager = True
         controller.stop()
     assert sorted(m.rcpt_tos[0] for m in sink.received) == [f"w{n}@example.test" for n in range(6)]
+
+
+def test_a_forked_worker_starts_with_nothing_held_and_a_free_lock():
+    """gunicorn and Celery fork their workers: a child must neither hand over its parent's ids again nor wait on
+    a lock that a thread of the parent held at the fork (which would hang it)."""
+    batcher = _Batcher()
+    batcher._lock.acquire()  # as if the parent's hand-over thread were in the middle of a flush
+    batcher._pending.append("held-by-the-parent")
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report what it inherited, without running anything of pytest's
+        free = batcher._lock.acquire(timeout=1)
+        os.write(write, b"free-and-empty" if free and batcher._pending == [] else b"inherited")
+        os._exit(0)
+    os.waitpid(pid, 0)
+    batcher._lock.release()
+    assert os.read(read, 64) == b"free-and-empty"
+    assert batcher._pending == ["held-by-the-parent"]  # the parent still hands them over
