@@ -92,13 +92,38 @@ def _insert_plan(model: type[Model], vendor: str) -> tuple[list[Field], str, boo
     return fields, columns, as_json
 
 
+def json_rows_insert(objs: Sequence[Model], param: str = "%s") -> tuple[str, str]:
+    """PostgreSQL's INSERT of new instances of one model (primary keys set by the caller) as one JSON array expanded
+    by `jsonb_populate_recordset`, and that array. The statement (its parameter written `param`) ends with its
+    SELECT, so a caller can add a WHERE clause or run it as a data-modifying CTE of a larger statement; call
+    `mark_saved` once it ran."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    model = type(objs[0])
+    fields, columns, as_json = _insert_plan(model, connection.vendor)
+    if not as_json:
+        raise ValueError(f"{model.__name__} rows cannot travel as JSON on {connection.vendor}")
+    table = connection.ops.quote_name(model._meta.db_table)
+    rows = [{field.column: field.get_prep_value(field.pre_save(obj, True)) for field in fields} for obj in objs]
+    rows_sql = f"jsonb_populate_recordset(NULL::{table}, {param}::jsonb)"
+    sql = f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {rows_sql}"  # noqa: S608 - names from the model
+    return sql, json.dumps(rows, default=_json_value)
+
+
+def mark_saved(objs: Sequence[Model]) -> None:
+    """Mark instances that a statement of this module inserted as the ORM marks what it saves."""
+    alias = connections[DEFAULT_DB_ALIAS].alias
+    for obj in objs:
+        obj._state.adding = False
+        obj._state.db = alias
+
+
 def insert_prepared(objs: Sequence[Model]) -> None:
     """INSERT new instances of one model (primary keys set by the caller), as `bulk_create` would store them.
 
-    On PostgreSQL the rows travel as one JSON array expanded by `jsonb_populate_recordset`: one parameter and one
-    prepared statement whatever the number of rows, where adapting a parameter per column of an email row cost
-    more than the rest of its insert. Elsewhere, and for JSON fields with their own encoder, one plain multi-row
-    INSERT per batch the database takes."""
+    On PostgreSQL the rows travel as one JSON array (`json_rows_insert`): one parameter and one prepared statement
+    whatever the number of rows, where adapting a parameter per column of an email row cost more than the rest of
+    its insert. Elsewhere, and for JSON fields with their own encoder, one plain multi-row INSERT per batch the
+    database takes."""
     if not objs:
         return
     connection = connections[DEFAULT_DB_ALIAS]
@@ -107,10 +132,8 @@ def insert_prepared(objs: Sequence[Model]) -> None:
     table = connection.ops.quote_name(model._meta.db_table)
     with connection.cursor() as cursor:
         if as_json:
-            rows = [{field.column: field.get_prep_value(field.pre_save(obj, True)) for field in fields} for obj in objs]
-            rows_sql = f"jsonb_populate_recordset(NULL::{table}, %s::jsonb)"
-            sql = f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {rows_sql}"  # noqa: S608 - names from the model
-            execute_prepared(cursor, sql, [json.dumps(rows, default=_json_value)])
+            sql, rows = json_rows_insert(objs)
+            execute_prepared(cursor, sql, [rows])
         else:
             row = f"({_placeholders(len(fields))})"
             batch = connection.ops.bulk_batch_size(fields, objs)
@@ -122,6 +145,4 @@ def insert_prepared(objs: Sequence[Model]) -> None:
                 values = ", ".join([row] * len(chunk))
                 sql = f"INSERT INTO {table} ({columns}) VALUES {values}"  # noqa: S608 - names from the model
                 execute_prepared(cursor, sql, params)
-    for obj in objs:
-        obj._state.adding = False
-        obj._state.db = connection.alias
+    mark_saved(objs)

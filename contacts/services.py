@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, connection, transaction
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 from django.utils import timezone
 
 from accounts.models import Project
 from config.api.exceptions import Conflict
-from config.db import execute_prepared, insert_prepared
+from config.db import execute_prepared, insert_prepared, json_rows_insert, mark_saved
 from contacts.data_rules import DataChanges, data_rules
 from contacts.models import Contact, Event
 from contacts.signals import event_recorded, events_recorded
@@ -354,6 +354,111 @@ def contact_upsert(
     if "data" in fields:
         _announce_changed(project.id, contact.id)
     return UpsertResult(contact=contact, created=False, changed=bool(fields), variables=changes.variables)
+
+
+# A single contact's upsert in two statements and no transaction, for a write that depends on what the contact
+# holds (the email /v1/send renders with its data): read the row, let the caller build that write, then apply both
+# in one statement that writes only if the row is still the version read (`xmin`) or still absent. BEGIN and
+# COMMIT were two of the send's four PostgreSQL round trips.
+_PG_READ = (
+    "SELECT id, subscribed, snoozed_until, data, created_at, updated_at, xmin::text FROM contacts_contact "
+    "WHERE project_id = %s AND email = %s"
+)
+_PG_GUARDED_UPSERT = """
+WITH existing AS (
+    SELECT id FROM contacts_contact
+    WHERE project_id = %(project)s AND email = %(email)s AND xmin::text = %(version)s::text FOR UPDATE
+), inserted AS (
+    INSERT INTO contacts_contact (id, project_id, email, subscribed, snoozed_until, data, created_at, updated_at)
+    SELECT %(id)s, %(project)s, %(email)s, %(subscribed)s, NULL, %(data)s::jsonb, %(now)s, %(now)s
+    WHERE %(version)s::text IS NULL
+    ON CONFLICT (project_id, email) DO NOTHING
+    RETURNING id
+), updated AS (
+    UPDATE contacts_contact AS c SET data = %(data)s::jsonb, updated_at = %(now)s
+    FROM existing AS e WHERE c.id = e.id AND %(changed)s
+), result AS (
+    SELECT id FROM inserted UNION ALL SELECT id FROM existing
+), dependent AS (
+    {dependent} WHERE EXISTS (SELECT 1 FROM result)
+)
+SELECT id FROM result
+"""
+
+
+@dataclass
+class PendingUpsert:
+    """A contact's upsert decided from a read (`contact_upsert_read`), written by `contact_upsert_write`."""
+
+    # The contact as it will be once written: its id (new or stored), subscription and merged data.
+    contact: Contact
+    outcome: str  # "created", "updated" or "unchanged"
+    variables: dict  # as `UpsertResult.variables`
+    version: str | None  # the row version read; None when there was no row
+
+
+def guarded_upsert_supported() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def contact_upsert_read(
+    *, project: Project, email: str, data: dict | None, new_subscribed: bool = True
+) -> PendingUpsert:
+    """The first half of `contact_upsert` without a subscription change (PostgreSQL only): read the contact and
+    apply the data rules to what it holds, writing nothing."""
+    email = normalize_email(email)
+    changes = data_rules(data)
+    with connection.cursor() as cursor:
+        execute_prepared(cursor, _PG_READ, [project.id, email])
+        row = cursor.fetchone()
+    now = timezone.now()
+    if row is None:
+        contact = Contact(
+            id=uuid.uuid4(), project=project, email=email, subscribed=new_subscribed, data=changes.apply({})
+        )
+        contact.created_at = contact.updated_at = now
+        return PendingUpsert(contact=contact, outcome="created", variables=changes.variables, version=None)
+    contact_id, subscribed, snoozed_until, stored, created_at, updated_at, version = row
+    stored = json.loads(stored) if isinstance(stored, str) else stored
+    merged = changes.apply(stored)
+    contact = Contact.from_db(
+        connection.alias,
+        _CONTACT_FIELDS,
+        (contact_id, project.id, email, subscribed, snoozed_until, merged, created_at, updated_at),
+    )
+    contact.project = project
+    outcome = "unchanged" if merged == stored else "updated"
+    if outcome == "updated":
+        contact.updated_at = now
+    return PendingUpsert(contact=contact, outcome=outcome, variables=changes.variables, version=version)
+
+
+def contact_upsert_write(pending: PendingUpsert, *, dependent: Sequence[Model]) -> bool:
+    """Write `pending` and insert the `dependent` rows (new instances of one model, which may refer to the contact)
+    in one statement, only if the contact is still as read; False, with nothing written, when it changed, was
+    deleted or was created meanwhile (the caller then takes `contact_upsert` in a transaction)."""
+    contact = pending.contact
+    dependent_sql, rows = json_rows_insert(dependent, "%(rows)s")
+    params = {
+        "project": contact.project_id,
+        "email": contact.email,
+        "version": pending.version,
+        "id": contact.id,
+        "subscribed": contact.subscribed,
+        "data": json.dumps(contact.data),
+        "now": contact.updated_at,
+        "changed": pending.outcome == "updated",
+        "rows": rows,
+    }
+    with connection.cursor() as cursor:
+        execute_prepared(cursor, _PG_GUARDED_UPSERT.format(dependent=dependent_sql), params)
+        written = cursor.fetchone() is not None
+    if not written:
+        return False
+    mark_saved([contact, *dependent])
+    if pending.outcome != "unchanged":
+        _announce_changed(contact.project_id, contact.id)
+    return True
 
 
 def contact_update(
