@@ -3,9 +3,10 @@ it (contact and email in one statement), any other send in one transaction. Eith
 nothing, and one whose contact changed while it rendered is rendered again from what the contact holds now."""
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 
 from config.tests.wsgi import wsgi_call
 from contacts.models import Contact
@@ -69,3 +70,23 @@ def test_a_single_send_that_fails_after_reading_its_contact_writes_nothing(proje
     assert response.status == 422
     assert Contact.objects.get().data == {"bio": "b" * 4000}
     assert Email.objects.count() == 0
+
+
+def test_concurrent_sends_to_one_new_address_make_one_contact_and_keep_every_email(project):
+    if connection.vendor != "postgresql":
+        pytest.skip("concurrent writers need PostgreSQL")
+
+    def send(n):
+        try:
+            response = served_send(project, to="Race@Example.test", subject=f"Key {{{{ k{n} }}}}", data={f"k{n}": n})
+            return response.status
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        assert set(pool.map(send, range(16))) == {200}
+    contact = Contact.objects.get(project=project.project)
+    assert contact.email == "race@example.test" and contact.subscribed is False
+    assert contact.data == {f"k{n}": n for n in range(16)}
+    subjects = sorted(Email.objects.filter(contact=contact).values_list("subject", flat=True))
+    assert subjects == sorted(f"Key {n}" for n in range(16))
