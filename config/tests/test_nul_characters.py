@@ -1,0 +1,90 @@
+"""A NUL character (`\\u0000`) in any string of a JSON body is refused with 422 at its field: PostgreSQL stores it
+in neither text nor JSON, so it used to end in a 500 after the request had been accepted as valid. Served as
+gunicorn serves it (the fast routes hand such a body to the view) and through Django's test client."""
+
+import json
+
+import pytest
+
+from config.tests.wsgi import wsgi_call
+from contacts.models import Contact, Event
+from messaging.models import Email
+
+pytestmark = pytest.mark.django_db
+
+NUL = "\x00"
+SEND = {"to": "ann@example.test", "from": "hello@alice.test", "subject": "Hi", "body": "<p>Hi</p>"}
+
+
+def served(key: str, method: str, path: str, payload: dict):
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    answer = wsgi_call(method, path, body=json.dumps(payload).encode(), headers=headers)
+    return answer.status, answer.json()
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({**SEND, "data": {"note": f"a{NUL}b"}}, "data.note"),
+        ({**SEND, "data": {f"k{NUL}": "x"}}, f"data.k{NUL}"),
+        ({**SEND, "data": {"tags": ["ok", {"deep": NUL}]}}, "data.tags.1.deep"),
+        ({**SEND, "headers": {"X-Note": f"a{NUL}"}}, "headers.X-Note"),
+        ({**SEND, "to": {"name": f"Ann{NUL}", "email": "ann@example.test"}}, "to.name"),
+        (
+            {**SEND, "attachments": [{"filename": f"a{NUL}.txt", "content": "aGk=", "contentType": "text/plain"}]},
+            "attachments.0.filename",
+        ),
+    ],
+)
+def test_a_send_with_a_nul_character_is_refused_at_its_field(project, secret_client, payload, field):
+    status, body = served(project.keys.secret_key, "POST", "/v1/send", payload)
+    viewed = secret_client.post("/v1/send", payload, format="json")
+    assert (status, viewed.status_code) == (422, 422)
+    assert body["error"]["errors"][0]["field"] == field == viewed.json()["error"]["errors"][0]["field"]
+    assert body["error"]["errors"][0]["message"] == "Null characters are not allowed"
+    assert (Contact.objects.count(), Email.objects.count()) == (0, 0)
+
+
+def test_a_track_with_a_nul_character_is_refused(project):
+    payload = {"email": "ann@example.test", "event": "signup", "data": {"plan": f"pro{NUL}"}}
+    status, body = served(project.keys.public_key, "POST", "/v1/track", payload)
+    assert status == 422 and body["error"]["errors"][0]["field"] == "data.plan"
+    assert (Contact.objects.count(), Event.objects.count()) == (0, 0)
+
+
+def test_a_contact_write_with_a_nul_character_is_refused(project, secret_client):
+    created = secret_client.post("/contacts", {"email": "ann@example.test", "data": {"a": NUL}}, format="json")
+    assert created.status_code == 422 and created.json()["error"]["errors"][0]["field"] == "data.a"
+    contact = Contact.objects.create(project=project.project, email="bob@example.test", data={"a": 1})
+    patched = secret_client.patch(f"/contacts/{contact.id}", {"data": {"a": f"x{NUL}"}}, format="json")
+    assert patched.status_code == 422
+    contact.refresh_from_db()
+    assert contact.data == {"a": 1}
+
+
+def test_a_backslash_u_written_out_is_an_ordinary_string(project):
+    payload = {**SEND, "data": {"path": "C:\\u0000"}}  # a backslash, then "u0000": stored as given
+    status, _ = served(project.keys.secret_key, "POST", "/v1/send", payload)
+    assert status == 200
+    assert Contact.objects.get().data == {"path": "C:\\u0000"}
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "message"),
+    [
+        ("get", "/contacts?search=a%00b", 'Query parameter "search" contains a null character'),
+        ("get", "/templates?search=%00", 'Query parameter "search" contains a null character'),
+        ("get", "/events?name=%00", 'Query parameter "name" contains a null character'),
+        ("get", "/contacts?a%00=1", 'Query parameter "a" contains a null character'),
+        ("get", "/contacts/fields/a%00b/values", "The path contains a null character"),
+        ("get", "/contacts/fields/a%00b/usage", "The path contains a null character"),
+        ("delete", "/contacts/fields/data.a%00b", "The path contains a null character"),
+        ("delete", "/events/names/a%00b", "The path contains a null character"),
+    ],
+)
+def test_a_url_with_a_nul_character_is_a_bad_request(secret_client, method, url, message):
+    response = getattr(secret_client, method)(url)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert (error["code"], error["message"]) == ("BAD_REQUEST", message)
+    assert error["requestId"] == response["X-Request-Id"]
