@@ -28,9 +28,9 @@ from accounts.selectors import api_key_lookup
 from config.api.authentication import bearer_token
 from config.api.exceptions import ApiError
 from config.api.middleware import request_id_for, reset_request_id, set_request_id
-from config.api.nul import nul_character_path
 from config.api.ratelimit import COUNTED_ENVIRON_KEY, Window, project_scope, rate_limit_hit
 from config.api.renderers import JsonRenderer
+from config.api.sanity import body_fault, body_may_be_faulty
 from config.api.validation import validated_fields
 
 logger = logging.getLogger(__name__)
@@ -81,9 +81,9 @@ def _answer(route: FastRoute, environ, body: bytes) -> tuple[list, bytes] | None
         return None
     try:
         payload = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
-    if b"\\u0000" in body and nul_character_path(payload) is not None:
+    if body_may_be_faulty(body) and body_fault(payload) is not None:
         return None  # the view's parser names the field
     values = validated_fields(route.serializer, payload)
     if values is None:

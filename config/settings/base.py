@@ -61,7 +61,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "config.api.middleware.RequestIdMiddleware",
-    "config.api.nul.NulCharacterMiddleware",
+    "config.api.sanity.NulCharacterMiddleware",
     "corsheaders.middleware.CorsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

@@ -1,6 +1,7 @@
-"""A NUL character (`\\u0000`) in any string of a JSON body is refused with 422 at its field: PostgreSQL stores it
-in neither text nor JSON, so it used to end in a 500 after the request had been accepted as valid. Served as
-gunicorn serves it (the fast routes hand such a body to the view) and through Django's test client."""
+"""Input refused whatever the endpoint (config.api.sanity): a NUL character (`\\u0000`), which PostgreSQL stores
+in neither text nor JSON, and JSON nested deeper than 64 levels, which the code behind the parser could not walk.
+Both used to end in a 500. Served as gunicorn serves it (the fast routes hand such a body to the view) and through
+Django's test client."""
 
 import json
 
@@ -88,3 +89,28 @@ def test_a_url_with_a_nul_character_is_a_bad_request(secret_client, method, url,
     error = response.json()["error"]
     assert (error["code"], error["message"]) == ("BAD_REQUEST", message)
     assert error["requestId"] == response["X-Request-Id"]
+
+
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize(
+    ("path", "key"),
+    [("/v1/send", "secret_key"), ("/v1/track", "public_key"), ("/contacts", "secret_key")],
+)
+def test_a_body_nested_too_deep_is_refused_at_its_field(project, path, key):
+    headers = {"Authorization": f"Bearer {getattr(project.keys, key)}", "Content-Type": "application/json"}
+    fields = '"email":"ann@example.test","event":"signup",' + ",".join(f'"{k}":"{v}"' for k, v in SEND.items())
+    deep = wsgi_call("POST", path, body=f'{{{fields},"data":{{"a":{nested(64)}}}}}'.encode(), headers=headers)
+    assert deep.status == 422
+    [error] = deep.json()["error"]["errors"]
+    assert (error["field"], error["code"]) == ("data.a" + ".0" * 62, "too_big")
+    parser_gives_up = wsgi_call(
+        "POST", path, body=f'{{{fields},"data":{{"a":{nested(100_000)}}}}}'.encode(), headers=headers
+    )
+    assert parser_gives_up.status == 400
+    assert parser_gives_up.json()["error"]["code"] == "INVALID_REQUEST_BODY"
+    assert (Contact.objects.count(), Email.objects.count()) == (0, 0)
+    fine = wsgi_call("POST", path, body=f'{{{fields},"data":{{"a":{nested(62)}}}}}'.encode(), headers=headers)
+    assert fine.status in (200, 201)
