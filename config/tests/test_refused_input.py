@@ -114,3 +114,25 @@ def test_a_body_nested_too_deep_is_refused_at_its_field(project, path, key):
     assert (Contact.objects.count(), Email.objects.count()) == (0, 0)
     fine = wsgi_call("POST", path, body=f'{{{fields},"data":{{"a":{nested(62)}}}}}'.encode(), headers=headers)
     assert fine.status in (200, 201)
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({**SEND, "headers": {"X-Note": "a\ud800"}}, "headers.X-Note"),
+        ({**SEND, "data": {"note": "\udfff"}}, "data.note"),
+        ({**SEND, "data": {"\ud800": 1}}, "data.\\ud800"),  # the key as sent, escaped
+    ],
+)
+def test_a_lone_surrogate_is_refused_at_its_field(project, payload, field):
+    status, body = served(project.keys.secret_key, "POST", "/v1/send", payload)
+    assert status == 422
+    [error] = body["error"]["errors"]
+    assert (error["field"], error["message"]) == (field, "Surrogate characters are not allowed")
+    assert Email.objects.count() == 0
+
+
+def test_a_surrogate_pair_is_an_ordinary_character(project):
+    status, _ = served(project.keys.secret_key, "POST", "/v1/send", {**SEND, "data": {"mood": "\ud83d\ude00"}})
+    assert status == 200
+    assert Contact.objects.get().data == {"mood": "\U0001f600"}
