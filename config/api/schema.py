@@ -110,9 +110,11 @@ def _error_defaults(operation: dict) -> dict[str, str]:
     """The error statuses an operation can answer whatever its view declares, from what it takes."""
     parameters = operation.get("parameters", [])
     takes_body = "requestBody" in operation
-    defaults = {}
-    if takes_body or any(p["name"] in ("cursor", "Idempotency-Key") for p in parameters):
-        defaults["400"] = "Malformed request: a body that is not a JSON object, a cursor or Idempotency-Key not valid"
+    # Any URL may carry a NUL character (`config.api.sanity`), so every operation can answer 400.
+    defaults = {
+        "400": "Malformed request: a NUL character in the URL, a body that is not a JSON object, a cursor or "
+        "Idempotency-Key not valid"
+    }
     if operation.get("security") not in (None, [], [{}]):
         defaults["401"] = "Missing, unknown or wrong kind of API key"
         defaults["403"] = "The project is disabled (PROJECT_DISABLED), or the action is not allowed"
