@@ -23,7 +23,7 @@ run: export PUBLIC_URL ?= http://localhost:$(PORT)
 run: migrate
 	$(BIN)/python manage.py bootstrap_dev
 	trap 'kill 0' INT TERM EXIT; \
-	$(BIN)/gunicorn config.wsgi --bind 127.0.0.1:$(PORT) --workers 2 --threads 4 --access-logfile - & \
+	$(BIN)/gunicorn -c config/gunicorn.py config.wsgi --bind 127.0.0.1:$(PORT) --access-logfile - & \
 	$(BIN)/celery -A config worker --loglevel INFO --concurrency 2 & \
 	$(BIN)/celery -A config beat --loglevel INFO & \
 	wait

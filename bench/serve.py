@@ -70,6 +70,8 @@ def setup_project(env: dict) -> dict:
 def gunicorn(env: dict, *, port: int, workers: int, threads: int = 1, worker_connections: int = 0):
     cmd = [
         str(BIN / "gunicorn"),
+        "--config",
+        "config/gunicorn.py",
         "config.wsgi",
         "--bind",
         f"127.0.0.1:{port}",

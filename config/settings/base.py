@@ -141,6 +141,9 @@ CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://herald")}
 EMAIL_URL = env.str("EMAIL_URL", default=f"filemail://{VAR_DIR / 'outbox'}")
 if "://" in EMAIL_URL:
     vars().update(environ.Env.email_url_config(EMAIL_URL))
+    if EMAIL_URL.startswith("filemail://"):
+        # django-environ drops the leading slash of filemail:///an/absolute/folder.
+        EMAIL_FILE_PATH = EMAIL_URL.removeprefix("filemail://")
 else:
     # A dotted path selects any Django email backend, e.g. anymail.backends.postmark.EmailBackend.
     EMAIL_BACKEND = EMAIL_URL

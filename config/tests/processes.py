@@ -87,8 +87,9 @@ def celery_worker(concurrency: int = 2, **env):
 @contextmanager
 def gunicorn_server(workers: int = 1, **env):
     port = free_port()
+    command = [str(BIN / "gunicorn"), "-c", "config/gunicorn.py", "config.wsgi", "--bind", f"127.0.0.1:{port}"]
     process = subprocess.Popen(
-        [str(BIN / "gunicorn"), "config.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", str(workers)],
+        [*command, "--workers", str(workers)],
         cwd=ROOT,
         env=process_env(**env),
     )

@@ -12,7 +12,7 @@ PROBE = (
     "print(json.dumps({'db': s.DATABASES['default']['ENGINE'], 'cache': s.CACHES['default']['BACKEND'], "
     "'email': s.EMAIL_BACKEND, 'host': getattr(s, 'EMAIL_HOST', None), 'port': getattr(s, 'EMAIL_PORT', None), "
     "'broker': s.CELERY_BROKER_URL, 'dns': s.DNS_NAMESERVERS, 'limit': s.API_RATE_LIMIT_PER_MINUTE, "
-    "'ttl': s.IDEMPOTENCY_KEY_TTL_HOURS}))"
+    "'ttl': s.IDEMPOTENCY_KEY_TTL_HOURS, 'outbox': str(getattr(s, 'EMAIL_FILE_PATH', ''))}))"
 )
 
 
@@ -32,6 +32,12 @@ def test_embedded_defaults_need_no_server():
     assert values["email"] == "django.core.mail.backends.filebased.EmailBackend"
     assert values["broker"] == "filesystem://"
     assert (values["dns"], values["limit"], values["ttl"]) == ([], 1000, 24)
+    # Where the README says to look (django-environ alone made it relative to the working directory).
+    assert values["outbox"] == str(settings.BASE_DIR / "var" / "outbox")
+
+
+def test_a_file_outbox_is_the_folder_the_url_names():
+    assert settings_with(EMAIL_URL="filemail:///srv/mail/outbox")["outbox"] == "/srv/mail/outbox"
 
 
 @pytest.mark.parametrize(
