@@ -332,6 +332,8 @@ def test_searches_are_planned_for_their_own_term(secret_client, public_client, f
 
     if connection.vendor != "postgresql":
         pytest.skip("prepared statements are PostgreSQL's")
+    if not connection.settings_dict.get("OPTIONS", {}).get("server_side_binding"):
+        pytest.skip("nothing is prepared without server-side binding (behind PgBouncer in transaction mode)")
     for term in ["a", "b", "c", "alice", "test", "e", "o", "b.t"]:
         assert secret_client.get(f"/contacts?search={term}").status_code == 200
     for _ in range(7):
