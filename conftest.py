@@ -1,9 +1,11 @@
 """Shared test personas: `project` and `other_project`, each with an owner and both keys, and API clients."""
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pytest
 from django.core.cache import caches
+from django.db import connections
 from rest_framework.test import APIClient
 
 from accounts.keys import KeyPair
@@ -36,6 +38,20 @@ def client_with(key: str | None) -> APIClient:
     if key:
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
     return client
+
+
+def concurrently(call, items, *, threads: int = 8) -> list:
+    """`call(item)` for every item, from `threads` threads at once (concurrent writers, in transactional tests); each
+    thread closes the database connections it opened, which would otherwise hold the test database open."""
+
+    def run(item):
+        try:
+            return call(item)
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        return list(pool.map(run, items))
 
 
 @pytest.fixture(autouse=True)

@@ -4,7 +4,8 @@ operator's decision.
 Checked when a marketing or headless send is accepted (a suppressed recipient refuses the request with 422), and for
 every email when it is delivered: a claimed email to a suppressed address is stored SUPPRESSED with the reason and
 never handed to the mail server. Transactional sends are not checked at acceptance: the answer would be the same,
-and delivery does the check anyway (including for addresses suppressed while the email waited). Removing an address only lets mail through again; it does not resubscribe the contact.
+and delivery does the check anyway (including for addresses suppressed while the email waited). Removing an address
+only lets mail through again; it does not resubscribe the contact.
 """
 
 from collections.abc import Iterable

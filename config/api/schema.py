@@ -59,6 +59,8 @@ ERROR_ENVELOPE = {
 }
 BARE_ERROR = {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}}
 ERROR_RESPONSE = OpenApiResponse(description="Error envelope")
+# A free-form JSON object field (contact `data`), for `extend_schema_field`.
+JSON_OBJECT = {"type": "object", "additionalProperties": True, "nullable": True}
 
 
 def bare_or_envelope_400(description: str) -> OpenApiResponse:

@@ -7,6 +7,7 @@ type is 422 `invalid_type`.
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
+from config.api.schema import JSON_OBJECT
 from config.api.timestamps import iso
 from contacts.data_rules import validate_data
 from contacts.services import event_name_is_reserved
@@ -37,7 +38,7 @@ class StrictEmailField(serializers.EmailField):
         return value.lower()
 
 
-@extend_schema_field({"type": "object", "additionalProperties": True, "nullable": True})
+@extend_schema_field(JSON_OBJECT)
 class DataField(serializers.JSONField):
     """A contact `data` object, checked by the data rules' shape checks (object, 64 KB, keys, locale)."""
 

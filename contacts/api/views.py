@@ -1,7 +1,7 @@
 """Contacts and events endpoints: parse, call one service or selector, serialize."""
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
@@ -10,6 +10,7 @@ from accounts.models import Job
 from config.api.authentication import PublicKeyAuthentication
 from config.api.exceptions import BareError, Conflict, NotFound, ValidationFailed
 from config.api.pagination import CursorSort, cursor_page, int_param
+from config.api.schema import ERROR_RESPONSE as ERROR
 from config.api.schema import IDEMPOTENCY_KEY, bare_or_envelope_400, count_parameter
 from config.api.timestamps import iso
 from config.api.validation import validate
@@ -31,7 +32,6 @@ PAGE_PARAMS = [
 ]
 FIELD_PARAM = OpenApiParameter("field", str, OpenApiParameter.PATH, description="`data.<key>` or a standard field")
 JOB_PARAM = OpenApiParameter("job_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
-ERROR = OpenApiResponse(description="Error envelope")
 
 
 def contact_json(contact: Contact) -> dict:

@@ -1,11 +1,9 @@
 """Concurrent /v1/track calls for one new address: one contact, every event kept, every data key merged."""
 
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
-from conftest import client_with
+from conftest import client_with, concurrently
 from contacts.models import Contact, Event
 
 
@@ -15,14 +13,10 @@ def test_concurrent_tracks_of_a_new_address_make_one_contact_and_keep_every_even
         pytest.skip("concurrent writers need PostgreSQL")
 
     def track(n):
-        try:
-            body = {"email": "Race@Example.test", "event": "signup", "data": {f"k{n}": n, "plan": "pro"}}
-            return client_with(project.keys.public_key).post("/v1/track", body, format="json").status_code
-        finally:
-            connections.close_all()
+        body = {"email": "Race@Example.test", "event": "signup", "data": {f"k{n}": n, "plan": "pro"}}
+        return client_with(project.keys.public_key).post("/v1/track", body, format="json").status_code
 
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        assert set(pool.map(track, range(16))) == {200}
+    assert set(concurrently(track, range(16))) == {200}
     contact = Contact.objects.get(project=project.project)
     assert contact.email == "race@example.test" and contact.subscribed is True
     assert contact.data == {"plan": "pro", **{f"k{n}": n for n in range(16)}}

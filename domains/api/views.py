@@ -1,18 +1,17 @@
 """Domains endpoints and POST /v1/verify: parse, call one service or selector, serialize."""
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers as drf_serializers
 from rest_framework.response import Response
 
 from config.api.exceptions import Forbidden, NotFound
+from config.api.schema import ERROR_RESPONSE as ERROR
 from config.api.validation import validate
 from config.api.views import ApiView, ProjectScopedViewSet
 from domains import selectors, services
 from domains.api import serializers as s
 from domains.models import Domain
 from domains.verify import VerifyResult, email_verify
-
-ERROR = OpenApiResponse(description="Error envelope")
 
 
 def domain_json(domain: Domain) -> dict:

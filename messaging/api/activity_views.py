@@ -5,18 +5,18 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
 from config.api.exceptions import ValidationFailed
 from config.api.pagination import int_param
+from config.api.schema import ERROR_RESPONSE as ERROR
 from config.api.schema import count_parameter
 from config.api.views import ApiView
 from messaging.insights import activity, analytics
 from messaging.insights.registry import ActivityFilters
 
-ERROR = OpenApiResponse(description="Error envelope")
 MAX_RANGE = timedelta(days=366)
 MAX_HOURLY_RANGE = timedelta(days=7)
 MAX_RECENT_MINUTES = 60

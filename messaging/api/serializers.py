@@ -1,6 +1,7 @@
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
+from config.api.schema import JSON_OBJECT
 from config.api.timestamps import iso
 from messaging.models import EmailType, Template
 
@@ -104,7 +105,7 @@ class SenderField(serializers.JSONField):
     """`from`: parsed by messaging.send_input; its shapes published for the schema."""
 
 
-@extend_schema_field({"type": "object", "additionalProperties": True, "nullable": True})
+@extend_schema_field(JSON_OBJECT)
 class ObjectField(serializers.JSONField):
     """A JSON object checked by the service (`data`), published as such."""
 

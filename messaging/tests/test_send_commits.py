@@ -3,12 +3,12 @@ it (contact and email in one statement), any other send in one transaction. Eith
 nothing, and one whose contact changed while it rendered is rendered again from what the contact holds now."""
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
 from config.tests.wsgi import wsgi_call
+from conftest import concurrently
 from contacts.models import Contact
 from messaging import sending
 from messaging.models import Email
@@ -77,14 +77,9 @@ def test_concurrent_sends_to_one_new_address_make_one_contact_and_keep_every_ema
         pytest.skip("concurrent writers need PostgreSQL")
 
     def send(n):
-        try:
-            response = served_send(project, to="Race@Example.test", subject=f"Key {{{{ k{n} }}}}", data={f"k{n}": n})
-            return response.status
-        finally:
-            connections.close_all()
+        return served_send(project, to="Race@Example.test", subject=f"Key {{{{ k{n} }}}}", data={f"k{n}": n}).status
 
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        assert set(pool.map(send, range(16))) == {200}
+    assert set(concurrently(send, range(16))) == {200}
     contact = Contact.objects.get(project=project.project)
     assert contact.email == "race@example.test" and contact.subscribed is False
     assert contact.data == {f"k{n}": n for n in range(16)}

@@ -3,15 +3,15 @@ received HTML, and check the email row and the events."""
 
 import re
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django.core import signing
-from django.db import connection, connections
+from django.db import connection
 from django.test import Client
 
 from accounts.models import Project
 from config.tests.wsgi import wsgi_call
+from conftest import concurrently
 from contacts.models import Contact, Event
 from messaging.links import system_links
 from messaging.models import Email
@@ -210,14 +210,7 @@ def test_concurrent_opens_each_count_once(project):
     )
     pixel = f"/o/{open_token(email.id)}"
 
-    def hit(_):
-        try:
-            return Client().get(pixel).status_code
-        finally:
-            connections.close_all()
-
-    with ThreadPoolExecutor(max_workers=6) as pool:
-        assert set(pool.map(hit, range(12))) == {200}
+    assert set(concurrently(lambda _: Client().get(pixel).status_code, range(12), threads=6)) == {200}
     email.refresh_from_db()
     assert email.opens == 12 and email.status == Email.Status.OPENED
     data = events("email.open")

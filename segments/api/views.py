@@ -1,10 +1,11 @@
 """Segments endpoints: parse, call one service or selector, serialize."""
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
 from config.api.exceptions import BareError
 from config.api.pagination import int_param, template_page_envelope
+from config.api.schema import ERROR_RESPONSE as ERROR
 from config.api.schema import bare_or_envelope_400, count_parameter
 from config.api.validation import validate
 from config.api.views import ProjectScopedViewSet
@@ -13,7 +14,6 @@ from segments import selectors, services
 from segments.api import serializers as s
 from segments.models import Segment, SegmentType
 
-ERROR = OpenApiResponse(description="Error envelope")
 BARE_ERROR = bare_or_envelope_400(
     "`{error}` when a DYNAMIC segment has no object condition; the envelope for a malformed body"
 )
