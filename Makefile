@@ -34,6 +34,7 @@ test: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
 	DEBUG=true $(BIN)/python manage.py check --fail-level WARNING
 	DEBUG=true $(BIN)/python manage.py makemigrations --check --dry-run
 

@@ -6,4 +6,4 @@ class AccountsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        import config.checks  # noqa: F401 - registers the service's system checks
+        import core.checks  # noqa: F401 - registers the service's system checks

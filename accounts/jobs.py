@@ -10,7 +10,7 @@ from collections.abc import Callable
 from django.utils import timezone
 
 from accounts.models import Job, Project
-from config.api.timestamps import iso
+from core.time import iso
 
 logger = logging.getLogger(__name__)
 Report = Callable[[int, dict], None]

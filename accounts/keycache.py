@@ -18,8 +18,8 @@ from django.db import transaction
 from redis.commands.core import Script
 
 from accounts.models import Project
-from config.api.ratelimit import Window, project_scope
-from config.cache import redis_client
+from core.cache import redis_client
+from core.ratelimit import Window, project_scope
 
 # What a request reads of its project on hot paths (/v1/send reads the tracking mode); any change to this list
 # must bump ENTRY_VERSION so entries written by the previous release are never read with the new layout.

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from accounts import keycache
 from accounts.keys import KeyKind, hash_key, kind_of
 from accounts.models import IdempotencyRecord, Project
-from config.api.ratelimit import Window
+from core.ratelimit import Window
 
 _PROJECT_AUTH_FIELDS = keycache.FIELDS
 # Every API request runs this lookup: plain SQL on the unique index skips the ORM's query compilation, which

@@ -21,7 +21,7 @@ django.setup()
 
 from bench.delivery import PARAGRAPH  # noqa: E402
 from bench.serve import machine  # noqa: E402
-from messaging import rendering  # noqa: E402
+from messaging.content import rendering  # noqa: E402
 
 SUBJECT = "{{ first_name ?? 'Hello' }}, your {{ plan }} plan renews soon"
 BODY = (

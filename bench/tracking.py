@@ -37,8 +37,8 @@ def seed(env: dict, count: int) -> tuple[list[str], list[str]]:
 
     from accounts.models import Project
     from contacts.models import Contact
+    from messaging.engagement.tracking import click_token, open_token
     from messaging.models import Email
-    from messaging.tracking import click_token, open_token
 
     project = Project.objects.get()
     contacts = Contact.objects.bulk_create([Contact(project=project, email=f"t{i}@bench.test") for i in range(count)])

@@ -2,14 +2,15 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from config.api.exceptions import ErrorCode, error_json_response
+from config.api.exceptions import error_json_response
 from config.views import ConfigView, HealthView
+from core.errors import ErrorCode
 
 urlpatterns = [
     # The busiest routes first (tracking endpoints, /v1/track, /v1/send): Django tries the patterns in order.
-    path("", include("messaging.pages_urls")),
+    path("", include("messaging.engagement.urls")),
     path("", include("contacts.api.urls")),
-    path("", include("messaging.api.urls")),
+    path("", include("messaging.urls")),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),

@@ -10,8 +10,8 @@ django_application = get_wsgi_application()
 # and every request they decline, goes to Django. Imported after the apps are loaded.
 from config.api.fastroute import with_fast_routes  # noqa: E402
 from contacts.api.fast import TRACK_ROUTE  # noqa: E402
-from messaging.api.fast import SEND_ROUTE  # noqa: E402
-from messaging.tracking_wsgi import with_tracking_routes  # noqa: E402
+from messaging.engagement.wsgi import with_tracking_routes  # noqa: E402
+from messaging.sending.fast import SEND_ROUTE  # noqa: E402
 
 application = with_fast_routes(with_tracking_routes(django_application), [TRACK_ROUTE, SEND_ROUTE])
 

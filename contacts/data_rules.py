@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from config.api.exceptions import ValidationFailed
+from core.errors import ValidationFailed
 
 RESERVED_KEYS = frozenset({"id", "svc_id", "svc_email", "email", "unsubscribeUrl", "subscribeUrl", "manageUrl"})
 MAX_DATA_BYTES = 64 * 1024
@@ -44,7 +44,7 @@ def validate_data(data: Any, *, field_name: str = "data") -> dict:
     """Shape checks shared by every endpoint: an object, at most 64 KB serialised, keys 1-255 characters,
     `locale` a string. Raises 422 VALIDATION_ERROR with the field path."""
     if not isinstance(data, dict):
-        from config.api.validation import json_type
+        from core.json import json_type
 
         raise ValidationFailed.field(field_name, "Expected object", "invalid_type", received=json_type(data))
     try:

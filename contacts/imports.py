@@ -21,10 +21,10 @@ from django.utils import timezone
 
 from accounts.jobs import job_create, job_run
 from accounts.models import Job, Project
-from config.api.exceptions import ApiError, ErrorCode, ValidationFailed
 from contacts.data_rules import MAX_DATA_BYTES, data_rules
 from contacts.models import Contact, ImportUpload
 from contacts.services import contacts_subscription_bulk_set, normalize_email
+from core.errors import ErrorCode, ServiceError, ValidationFailed
 
 JOB_TYPE = "CONTACT_IMPORT"
 MAX_ERRORS = 100
@@ -101,7 +101,7 @@ def contact_import_start(*, project: Project, upload) -> Job:
 
     max_bytes = settings.CONTACT_IMPORT_MAX_BYTES
     if upload.size > max_bytes:
-        raise ApiError(
+        raise ServiceError(
             f"The CSV file is larger than {max_bytes // (1024 * 1024)} MB",
             code=ErrorCode.PAYLOAD_TOO_LARGE,
             status=413,

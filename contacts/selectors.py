@@ -122,7 +122,7 @@ def contact_field_values(*, project: Project, field: str, limit: int) -> tuple[l
         rows = grouped.order_by("-n", column)[:limit]
         values = [{"value": row[column], "count": row["n"]} for row in rows]
         if standard in ("createdAt", "updatedAt"):
-            from config.api.timestamps import iso
+            from core.time import iso
 
             values = [{"value": iso(v["value"]), "count": v["count"]} for v in values]
         return values, distinct

@@ -19,11 +19,11 @@ from django.db.models import Model, QuerySet
 from django.utils import timezone
 
 from accounts.models import Project
-from config.api.exceptions import Conflict
-from config.db import execute_prepared, insert_prepared, json_rows_insert, mark_saved
 from contacts.data_rules import DataChanges, data_rules
 from contacts.models import Contact, Event
 from contacts.signals import event_recorded, events_recorded
+from core.db import execute_prepared, insert_prepared, json_rows_insert, mark_saved
+from core.errors import Conflict
 
 SUBSCRIBED_EVENT = "contact.subscribed"
 UNSUBSCRIBED_EVENT = "contact.unsubscribed"
@@ -82,7 +82,7 @@ def events_record_bulk(
     *, project: Project, items: Iterable[tuple[Contact, str, dict]], email_ids: Iterable | None = None
 ) -> list[Event]:
     """Record many events and announce them after commit; `items` are (contact, name, data), and `email_ids`, when
-    given, the email each event is about (same order). One prepared INSERT per thousand (`config.db`): a delivery
+    given, the email each event is about (same order). One prepared INSERT per thousand (`core.db`): a delivery
     batch's `email.sent` events cost a tenth of what `bulk_create` took."""
     now = timezone.now()
     items = list(items)

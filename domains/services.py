@@ -10,9 +10,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import Project
-from config.api.exceptions import ApiError, Conflict, ErrorCode, ValidationFailed
-from config.api.timestamps import iso
-from config.db import select_prepared
+from core.db import select_prepared
+from core.errors import Conflict, ErrorCode, ServiceError, ValidationFailed
+from core.time import iso
 from domains import authorized, dkim, records
 from domains.models import Domain
 from domains.names import normalize_domain
@@ -204,7 +204,7 @@ def _suffixes(host: str) -> list[str]:
     return [".".join(labels[i:]) for i in range(len(labels) - 1)]
 
 
-class DomainNotVerified(ApiError):
+class DomainNotVerified(ServiceError):
     status, code = 403, ErrorCode.DOMAIN_NOT_VERIFIED
 
 

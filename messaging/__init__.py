@@ -1,0 +1,15 @@
+"""Messaging: templates, the one send path, delivery, engagement, provider feedback and insights.
+
+Rooms (each a package with its own `api`/`views` module where it answers HTTP):
+- `content`: templates (model access, usage) and rendering (Liquid, the scope of a recipient).
+- `sending`: `/v1/send` input parsing, the send service, dispatch to the delivery queue, delivery, the SMTP/provider
+  transport, MIME and the per-project throttle.
+- `engagement`: open and click tracking, tracked links, the hit queue, the hosted unsubscribe/subscribe/manage pages.
+- `feedback`: provider webhooks, bounces and complaints, the suppression list, the reputation guard.
+- `insights`: the activity feed, analytics, the hourly stats rollup and retention.
+
+The boundary for the apps above (campaigns, workflows): they queue mail only through
+`messaging.sending.services.emails_queue` (with `SendContent`, the content of one send) and render only through
+`messaging.content.rendering` (`render_email`, `template_scope`, `check_syntax`). Nothing else of messaging is
+theirs to import; `messaging.models` for reads and foreign keys.
+"""

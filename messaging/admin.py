@@ -1,6 +1,8 @@
 from django.contrib import admin
 from django.utils.html import format_html
 
+from messaging.feedback.reputation import project_reputation, project_reputation_reset
+from messaging.feedback.suppression import suppression_add, suppression_remove
 from messaging.models import (
     AttachmentBundle,
     Email,
@@ -10,8 +12,6 @@ from messaging.models import (
     Template,
     WebhookReceipt,
 )
-from messaging.reputation import project_reputation, project_reputation_reset
-from messaging.suppression import suppression_add, suppression_remove
 from messaging.tasks import deliver_emails_task
 
 

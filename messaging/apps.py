@@ -7,7 +7,7 @@ class MessagingConfig(AppConfig):
 
     def ready(self):
         from contacts.signals import events_recorded
-        from messaging import registrations  # noqa: F401 - usage finders for domains and contact fields
+        from messaging.content import registrations  # noqa: F401 - usage finders for domains and contact fields
         from messaging.insights import activity  # noqa: F401 - registers the events as an activity source
         from messaging.insights.rollup import on_events_recorded
 

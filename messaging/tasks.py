@@ -1,11 +1,11 @@
 from celery import shared_task
 from django.conf import settings
 
-from messaging.delivery import emails_deliver, emails_sweep
-from messaging.dispatch import delivery_tasks_publish, emails_dispatch
+from messaging.engagement.hits import tracking_hits_drain
 from messaging.feedback.services import receipts_purge
-from messaging.hits import tracking_hits_drain
 from messaging.insights.retention import email_bodies_clear
+from messaging.sending.delivery import emails_deliver, emails_sweep
+from messaging.sending.dispatch import delivery_tasks_publish, emails_dispatch
 
 # acks_late + reject_on_worker_lost: a worker killed mid-batch leaves its message on the broker for another
 # worker; the claim makes the redelivery harmless for rows that were already sent.

@@ -5,8 +5,8 @@ from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from accounts.models import Project
-from config.api.pagination import Page
 from contacts.models import Contact
+from core.pages import Page
 from segments.conditions import condition_q
 from segments.conditions.spec import condition_fields, segment_references
 from segments.models import Segment, SegmentMembership, SegmentType

@@ -7,7 +7,7 @@ from rest_framework.authentication import BaseAuthentication
 from accounts.keys import KeyKind
 from accounts.models import Project
 from accounts.selectors import api_key_lookup
-from config.api.exceptions import ApiError, AuthError, ErrorCode
+from core.errors import AuthError, ErrorCode, ServiceError
 
 _KEY_NAMES = {KeyKind.PUBLIC: "a public key (pk_)", KeyKind.SECRET: "a secret key (sk_)"}
 
@@ -52,7 +52,7 @@ class ApiKeyAuthentication(BaseAuthentication):
             )
         if match.project.disabled:
             reason = f" ({match.project.disabled_reason})" if match.project.disabled_reason else ""
-            raise ApiError(f"This project is disabled{reason}", code=ErrorCode.PROJECT_DISABLED, status=403)
+            raise ServiceError(f"This project is disabled{reason}", code=ErrorCode.PROJECT_DISABLED, status=403)
         return ProjectPrincipal(project=match.project, key_kind=match.kind), match
 
     def authenticate_header(self, request) -> str:

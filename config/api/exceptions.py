@@ -1,12 +1,10 @@
-"""The one error vocabulary of the API and the handler that renders it as the spec's envelope.
+"""The HTTP side of errors: the handler that renders every error as the API's envelope.
 
-Services raise `ApiError` subclasses; DRF's and Django's own exceptions are translated here, so every error of
-every endpoint leaves the service as `{success: false, error: {...}, timestamp}`.
+Services raise `core.errors.ServiceError` subclasses; DRF's and Django's own exceptions are translated here too, so
+every error of every endpoint leaves the service as `{success: false, error: {...}, timestamp}`.
 """
 
 import logging
-from enum import StrEnum
-from typing import Any
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
 from django.http import Http404, JsonResponse
@@ -14,112 +12,14 @@ from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
 from config.api.middleware import current_request_id
-from config.api.timestamps import iso_now
+from core.errors import BadRequest, ErrorCode, Forbidden, ServiceError, ValidationFailed
+from core.time import iso_now
 
 logger = logging.getLogger(__name__)
 
 
-class ErrorCode(StrEnum):
-    BAD_REQUEST = "BAD_REQUEST"
-    INVALID_REQUEST_BODY = "INVALID_REQUEST_BODY"
-    MISSING_AUTH = "MISSING_AUTH"
-    UNAUTHORIZED = "UNAUTHORIZED"
-    INVALID_API_KEY = "INVALID_API_KEY"
-    FORBIDDEN = "FORBIDDEN"
-    PROJECT_DISABLED = "PROJECT_DISABLED"
-    PROJECT_ACCESS_DENIED = "PROJECT_ACCESS_DENIED"
-    DOMAIN_NOT_VERIFIED = "DOMAIN_NOT_VERIFIED"
-    RESOURCE_NOT_FOUND = "RESOURCE_NOT_FOUND"
-    METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
-    CONFLICT = "CONFLICT"
-    IDEMPOTENCY_KEY_REUSED = "IDEMPOTENCY_KEY_REUSED"
-    PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
-    VALIDATION_ERROR = "VALIDATION_ERROR"
-    RATE_LIMIT_EXCEEDED = "RATE_LIMIT_EXCEEDED"
-    INTERNAL_SERVER_ERROR = "INTERNAL_SERVER_ERROR"
-    SERVICE_UNAVAILABLE = "SERVICE_UNAVAILABLE"
-
-
-class ApiError(Exception):
-    """An error with a code, an HTTP status and optional field errors, details and a suggestion."""
-
-    status = 400
-    code: str = ErrorCode.BAD_REQUEST
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        code: str | None = None,
-        status: int | None = None,
-        errors: list[dict] | None = None,
-        details: dict | None = None,
-        suggestion: str | None = None,
-        headers: dict[str, str] | None = None,
-    ):
-        super().__init__(message)
-        self.message = message
-        self.code = code or self.code
-        self.status = status or self.status
-        self.errors = errors
-        self.details = details
-        self.suggestion = suggestion
-        self.headers = headers or {}
-
-
-class BadRequest(ApiError):
-    status, code = 400, ErrorCode.BAD_REQUEST
-
-
-class InvalidRequestBody(ApiError):
-    status, code = 400, ErrorCode.INVALID_REQUEST_BODY
-
-
-class AuthError(ApiError):
-    status, code = 401, ErrorCode.UNAUTHORIZED
-
-
-class Forbidden(ApiError):
-    status, code = 403, ErrorCode.FORBIDDEN
-
-
-class Conflict(ApiError):
-    status, code = 409, ErrorCode.CONFLICT
-
-
-class ValidationFailed(ApiError):
-    status, code = 422, ErrorCode.VALIDATION_ERROR
-
-    def __init__(self, errors: list[dict], message: str | None = None):
-        first = errors[0] if errors else {}
-        summary = f"{first.get('field')}: {first.get('message')}" if first.get("field") else first.get("message")
-        super().__init__(message or f"Validation failed: {summary}", errors=errors)
-
-    @classmethod
-    def field(cls, field: str, message: str, code: str = "custom", received: Any = None) -> "ValidationFailed":
-        error = {"field": field, "message": message, "code": code}
-        if received is not None:
-            error["received"] = received
-        return cls([error])
-
-
-class NotFound(ApiError):
-    status = 404
-
-    def __init__(self, kind: str, resource_id: Any):
-        super().__init__(
-            f'{kind} with ID "{resource_id}" was not found',
-            code=f"{kind.upper().replace(' ', '_')}_NOT_FOUND",
-            details={"resource": kind, "id": str(resource_id)},
-        )
-
-
-class RateLimited(ApiError):
-    status, code = 429, ErrorCode.RATE_LIMIT_EXCEEDED
-
-
 class BareError(Exception):
-    """The spec's three bare `{error: <message>}` 400 answers (missing email, from, condition)."""
+    """The three bare `{error: <message>}` 400 answers (missing email, from, condition)."""
 
     def __init__(self, message: str):
         super().__init__(message)
@@ -163,13 +63,13 @@ _DRF_STATUS_CODES = {
 }
 
 
-def _as_api_error(exc: Exception) -> ApiError | None:
-    if isinstance(exc, ApiError):
+def _as_api_error(exc: Exception) -> ServiceError | None:
+    if isinstance(exc, ServiceError):
         return exc
     if isinstance(exc, RequestDataTooBig):
-        return ApiError("Request body is too large", code=ErrorCode.PAYLOAD_TOO_LARGE, status=413)
+        return ServiceError("Request body is too large", code=ErrorCode.PAYLOAD_TOO_LARGE, status=413)
     if isinstance(exc, Http404):
-        return ApiError("The requested resource was not found", code=ErrorCode.RESOURCE_NOT_FOUND, status=404)
+        return ServiceError("The requested resource was not found", code=ErrorCode.RESOURCE_NOT_FOUND, status=404)
     if isinstance(exc, PermissionDenied):
         return Forbidden("You do not have permission to perform this action")
     if isinstance(exc, SuspiciousOperation):
@@ -187,7 +87,7 @@ def _as_api_error(exc: Exception) -> ApiError | None:
                 message = "Missing Authorization header. Use `Authorization: Bearer <API key>`"
             elif isinstance(exc, drf.ParseError):
                 message = f"Request body is not valid JSON: {exc.detail}"
-            return ApiError(message, code=code, status=status)
+            return ServiceError(message, code=code, status=status)
     return None
 
 
@@ -198,7 +98,7 @@ def exception_handler(exc: Exception, context: dict) -> Response:
     if error is None:
         view = context.get("view")
         logger.exception("Unhandled error in %s", type(view).__name__ if view else "view", exc_info=exc)
-        error = ApiError("An unexpected error occurred", code=ErrorCode.INTERNAL_SERVER_ERROR, status=500)
+        error = ServiceError("An unexpected error occurred", code=ErrorCode.INTERNAL_SERVER_ERROR, status=500)
     body = envelope(
         status=error.status,
         code=error.code,

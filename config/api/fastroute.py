@@ -26,12 +26,13 @@ from accounts.keys import PREFIXES, KeyKind
 from accounts.models import Project
 from accounts.selectors import api_key_lookup
 from config.api.authentication import bearer_token
-from config.api.exceptions import ApiError
 from config.api.middleware import request_id_for, reset_request_id, set_request_id
-from config.api.ratelimit import COUNTED_ENVIRON_KEY, Window, project_scope, rate_limit_hit
+from config.api.ratelimit import COUNTED_ENVIRON_KEY
 from config.api.renderers import JsonRenderer
 from config.api.sanity import body_fault, body_may_be_faulty
 from config.api.validation import validated_fields
+from core.errors import ServiceError
+from core.ratelimit import Window, project_scope, rate_limit_hit
 
 logger = logging.getLogger(__name__)
 _RENDERER = JsonRenderer()
@@ -103,7 +104,7 @@ def _answer(route: FastRoute, environ, body: bytes) -> tuple[list, bytes] | None
     try:
         with transaction.atomic() if route.atomic else contextlib.nullcontext():
             data = route.handle(match.project, values, payload)
-    except ApiError:
+    except ServiceError:
         return None  # the view answers it with its envelope
     headers = _HEADERS + list(route.headers) + (list(limit.headers().items()) if limit is not None else [])
     return headers, _RENDERER.render(data)

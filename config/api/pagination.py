@@ -12,7 +12,8 @@ from typing import Any
 from django.core import signing
 from django.db.models import Q, QuerySet
 
-from config.api.exceptions import BadRequest, ValidationFailed
+from core.errors import BadRequest, ValidationFailed
+from core.pages import Page
 
 _cursor_signer = signing.Signer(salt="herald.api.cursor")
 
@@ -93,18 +94,6 @@ def cursor_page(
     next_cursor = _encode(sort_name, direction, getattr(rows[-1], field), rows[-1].pk) if has_more else None
     total = (count() if count else queryset.count()) if not cursor else 0
     return {"data": [serialize(row) for row in rows], "cursor": next_cursor, "hasMore": has_more, "total": total}
-
-
-@dataclass(frozen=True)
-class Page:
-    rows: list
-    page: int
-    page_size: int
-    total: int
-
-    @property
-    def total_pages(self) -> int:
-        return (self.total + self.page_size - 1) // self.page_size
 
 
 def offset_page(queryset: QuerySet, params, *, max_page_size: int = 100) -> Page:

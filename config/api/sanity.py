@@ -13,7 +13,8 @@
 import re
 from typing import Any
 
-from config.api.exceptions import ErrorCode, ValidationFailed, error_json_response
+from config.api.exceptions import error_json_response
+from core.errors import ErrorCode, ValidationFailed
 
 MAX_DEPTH = 64
 # In raw JSON, what may decode to a NUL or to a surrogate (lone ones are refused; a pair is one character).

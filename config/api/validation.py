@@ -10,7 +10,8 @@ from typing import Any
 from rest_framework import serializers
 from rest_framework.fields import SkipField
 
-from config.api.exceptions import ValidationFailed
+from core.errors import ValidationFailed
+from core.json import json_type
 
 # DRF error code -> spec code. `invalid` depends on the field: a string format check or a wrong JSON type.
 _CODE_MAP = {
@@ -39,20 +40,6 @@ _FORMAT_FIELDS = (
     serializers.DateField,
     serializers.IPAddressField,
 )
-
-
-def json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
 
 
 def _child(field, key):

@@ -10,9 +10,10 @@ from rest_framework.viewsets import GenericViewSet
 
 from accounts.selectors import idempotency_record_get
 from accounts.services import idempotency_claim, idempotency_finish
-from config.api.exceptions import ApiError, BadRequest, ErrorCode, NotFound, RateLimited
-from config.api.ratelimit import COUNTED_ENVIRON_KEY, client_address, project_scope, rate_limit_hit
-from config.api.timestamps import iso
+from config.api.ratelimit import COUNTED_ENVIRON_KEY, client_address
+from core.errors import BadRequest, ErrorCode, NotFound, RateLimited, ServiceError
+from core.ratelimit import project_scope, rate_limit_hit
+from core.time import iso
 
 IDEMPOTENCY_HEADER = "HTTP_IDEMPOTENCY_KEY"
 
@@ -40,7 +41,7 @@ class ApiViewMixin:
         auth_error = None
         try:
             request.user  # noqa: B018 - runs the authenticators
-        except ApiError as exc:
+        except ServiceError as exc:
             # DRF resets the user only for its own exception types; do the same for ours.
             request._not_authenticated()
             auth_error = exc
@@ -84,7 +85,7 @@ class ApiViewMixin:
         record = idempotency_claim(project=project, key=key, method=request.method, path=request.path)
         if record is None:
             original = idempotency_record_get(project=project, key=key)
-            raise ApiError(
+            raise ServiceError(
                 f'Idempotency-Key "{key}" has already been used',
                 code=ErrorCode.IDEMPOTENCY_KEY_REUSED,
                 status=409,

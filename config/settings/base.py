@@ -118,7 +118,7 @@ else:
     # A health check costs a round trip at the start of every request; off by default, since a broken
     # persistent connection is discarded after its first error anyway.
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DATABASE_CONN_HEALTH_CHECKS", default=False)
-    # Server-side parameters, with prepared statements only where the code asks for them (`config.db`). The ORM's
+    # Server-side parameters, with prepared statements only where the code asks for them (`core.db`). The ORM's
     # statements go unnamed, and PostgreSQL plans an unnamed statement for its values every time (under `auto`; a
     # forced generic plan would apply to them too, and made searches at a million contacts 20-50 times slower).
     # The few fixed per-request statements are prepared, and after five runs PostgreSQL keeps their generic plan.
@@ -324,7 +324,7 @@ DELIVERY_RETRY_BASE_SECONDS = env.float("DELIVERY_RETRY_BASE_SECONDS", default=3
 # A row claimed for sending longer ago than this is assumed lost with its worker and queued again.
 DELIVERY_CLAIM_TIMEOUT_SECONDS = env.int("DELIVERY_CLAIM_TIMEOUT_SECONDS", default=600)
 DELIVERY_BATCH_SIZE = env.int("DELIVERY_BATCH_SIZE", default=50)
-# Each process hands committed emails to delivery in one Redis command per this many seconds (messaging.dispatch).
+# Each process hands committed emails to delivery in one Redis command per this many seconds (messaging.sending.dispatch).
 DELIVERY_HANDOVER_SECONDS = env.float("DELIVERY_HANDOVER_SECONDS", default=0.01)
 # Messages per second each project may hand to the transport (0 = no limit); excess waits, it is not rejected.
 SEND_RATE_PER_PROJECT_PER_SECOND = env.float("SEND_RATE_PER_PROJECT_PER_SECOND", default=0)

@@ -14,11 +14,11 @@ from rest_framework.routers import SimpleRouter
 from accounts.jobs import job_create
 from accounts.models import Job
 from config.api.authentication import PublicKeyAuthentication
-from config.api.exceptions import BadRequest
 from config.api.pagination import CursorSort, cursor_page
-from config.api.timestamps import iso
 from config.api.validation import validate
 from config.api.views import ApiView, ProjectScopedViewSet
+from core.errors import BadRequest
+from core.time import iso
 
 
 class ProbeInput(serializers.Serializer):

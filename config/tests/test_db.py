@@ -1,11 +1,11 @@
-"""The prepared per-request statements of `config.db` read and write what the ORM would."""
+"""The prepared per-request statements of `core.db` read and write what the ORM would."""
 
 import uuid
 
 import pytest
 from django.utils import timezone
 
-from config.db import insert_prepared, select_prepared
+from core.db import insert_prepared, select_prepared
 from messaging.models import Email, Suppression
 
 pytestmark = pytest.mark.django_db

@@ -7,35 +7,13 @@ type is 422 `invalid_type`.
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
+from config.api.fields import IsoDateTimeField, StrictBooleanField, StrictCharField, StrictEmailField
 from config.api.schema import JSON_OBJECT
-from config.api.timestamps import iso
 from contacts.data_rules import validate_data
 from contacts.services import event_name_is_reserved
 
 MAX_LOOKUP_EMAILS = 500
 MAX_BULK_IDS = 1000
-
-
-class StrictBooleanField(serializers.BooleanField):
-    def to_internal_value(self, data):
-        if not isinstance(data, bool):
-            raise serializers.ValidationError("Expected boolean", code="invalid_type")
-        return data
-
-
-class StrictCharField(serializers.CharField):
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            raise serializers.ValidationError("Expected string", code="invalid_type")
-        return super().to_internal_value(data)
-
-
-class StrictEmailField(serializers.EmailField):
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            raise serializers.ValidationError("Expected string", code="invalid_type")
-        value = super().to_internal_value(data.strip())
-        return value.lower()
 
 
 @extend_schema_field(JSON_OBJECT)
@@ -50,11 +28,6 @@ class DataField(serializers.JSONField):
     def to_internal_value(self, data):
         validate_data(data, field_name=self.field_name)
         return data
-
-
-class IsoDateTimeField(serializers.DateTimeField):
-    def to_representation(self, value):
-        return iso(value)
 
 
 class EventNameField(StrictCharField):

@@ -8,11 +8,10 @@ from rest_framework.response import Response
 from accounts.jobs import job_json
 from accounts.models import Job
 from config.api.authentication import PublicKeyAuthentication
-from config.api.exceptions import BareError, Conflict, NotFound, ValidationFailed
+from config.api.exceptions import BareError
 from config.api.pagination import CursorSort, cursor_page, int_param
 from config.api.schema import ERROR_RESPONSE as ERROR
 from config.api.schema import IDEMPOTENCY_KEY, bare_or_envelope_400, count_parameter
-from config.api.timestamps import iso
 from config.api.validation import validate
 from config.api.views import ApiView, ProjectScopedViewSet
 from contacts import selectors, services
@@ -22,6 +21,8 @@ from contacts.imports import JOB_TYPE as IMPORT_JOB_TYPE
 from contacts.imports import contact_import_start
 from contacts.models import Contact, Event
 from contacts.usage import event_usage, field_usage
+from core.errors import Conflict, NotFound, ValidationFailed
+from core.time import iso
 
 CONTACT_SORT = CursorSort({"createdAt": "created_at", "email": "email"}, default="createdAt")
 EVENT_SORT = CursorSort({"createdAt": "created_at"}, default="createdAt")

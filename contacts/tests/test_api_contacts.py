@@ -327,7 +327,7 @@ def test_searches_are_planned_for_their_own_term(secret_client, public_client, f
     `LIKE`, which at a million contacts made every search 10-50 times slower (docs/performance.md). PostgreSQL only
     switches once a table is large, so what is checked here is the mechanism: search statements are not prepared
     (unnamed, so planned for their values under `plan_cache_mode=auto`; a forced generic plan would reach them
-    too), while the fixed per-request statements of `config.db` are, and keep a generic plan after five runs."""
+    too), while the fixed per-request statements of `core.db` are, and keep a generic plan after five runs."""
     from django.db import connection
 
     if connection.vendor != "postgresql":

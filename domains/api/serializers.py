@@ -3,7 +3,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from config.api.timestamps import iso
+from core.time import iso
 from domains import records
 
 

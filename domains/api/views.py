@@ -4,10 +4,10 @@ from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers as drf_serializers
 from rest_framework.response import Response
 
-from config.api.exceptions import Forbidden, NotFound
 from config.api.schema import ERROR_RESPONSE as ERROR
 from config.api.validation import validate
 from config.api.views import ApiView, ProjectScopedViewSet
+from core.errors import Forbidden, NotFound
 from domains import selectors, services
 from domains.api import serializers as s
 from domains.models import Domain

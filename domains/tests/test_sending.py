@@ -34,10 +34,10 @@ def test_closest_verified_domain_signs(project):
     ],
 )
 def test_other_senders_are_403_naming_the_domain(project, other_project, address, named):
-    from config.api.exceptions import ApiError
+    from core.errors import ServiceError
 
     domain_create(project=project.project, name="pending.example")
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(ServiceError) as caught:
         sender_domain_for(project=project.project, address=address)
     assert (caught.value.status, caught.value.code) == (403, "DOMAIN_NOT_VERIFIED")
     assert f'"{named}"' in caught.value.message
@@ -57,9 +57,9 @@ def test_a_sender_is_remembered_until_its_domain_changes(project, django_assert_
     domain.save()
     assert sender_domain_for(project=project.project, address="news@mail.alice.test").name == "alice.test"
     Domain.objects.get(name="alice.test").delete()
-    from config.api.exceptions import ApiError
+    from core.errors import ServiceError
 
-    with pytest.raises(ApiError):
+    with pytest.raises(ServiceError):
         sender_domain_for(project=project.project, address="news@mail.alice.test")
 
 

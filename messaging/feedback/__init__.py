@@ -1,1 +1,2 @@
-"""Provider feedback: delivery, bounce, complaint, open and click notifications arriving on `/webhooks/...`."""
+"""Provider feedback (webhooks for delivery, bounce, complaint, open and click), the suppression list and the
+reputation guard."""

@@ -12,7 +12,7 @@ anywhere rolls every change back and the provider, seeing a 5xx, delivers the no
    - hard bounce / complaint: BOUNCED / COMPLAINED with their timestamp, the contact unsubscribed, the address
      suppressed, and the project's reputation evaluated;
    - soft bounce: the event only;
-   - opens and clicks: the tracking endpoints' own functions (`messaging.engagement`).
+   - opens and clicks: the tracking endpoints' own functions (`messaging.engagement.services`).
 """
 
 import logging
@@ -24,14 +24,14 @@ from django.db import IntegrityError, transaction
 from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
-from config.api.timestamps import iso
 from contacts.services import contact_subscription_set, events_record_bulk, normalize_email
-from messaging.delivery import email_event_data
-from messaging.engagement import email_click_record, email_open_record
+from core.time import iso
+from messaging.engagement.services import email_click_record, email_open_record
 from messaging.feedback.events import BOUNCED, CLICKED, COMPLAINED, DELIVERED, HARD, OPENED, FeedbackEvent
+from messaging.feedback.reputation import project_reputation_guard
+from messaging.feedback.suppression import suppression_add
 from messaging.models import Email, Suppression, WebhookReceipt
-from messaging.reputation import project_reputation_guard
-from messaging.suppression import suppression_add
+from messaging.sending.delivery import email_event_data
 
 logger = logging.getLogger(__name__)
 

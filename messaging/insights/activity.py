@@ -9,9 +9,9 @@ from django.db.models import Q, Sum
 from django.utils import timezone
 
 from accounts.models import Project
-from config.api.exceptions import BadRequest
 from contacts.models import Event
 from contacts.services import SUBSCRIBED_EVENT, UNSUBSCRIBED_EVENT
+from core.errors import BadRequest
 from messaging.insights.registry import (
     ActivityFilters,
     ActivityItem,

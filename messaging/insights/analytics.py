@@ -9,8 +9,8 @@ from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
 from accounts.models import Project
-from config.api.timestamps import iso
 from contacts.models import Event
+from core.time import iso
 from messaging.insights.activity import percent
 from messaging.insights.registry import campaign_directory
 from messaging.insights.rollup import hour_of

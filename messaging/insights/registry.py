@@ -20,7 +20,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from accounts.models import Project
-from config.api.timestamps import iso
+from core.time import iso
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,9 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
-from config.api.timestamps import iso
 from contacts.models import Contact, Event
 from contacts.services import events_record_bulk
+from core.time import iso
 from messaging.insights import registry
 from messaging.insights.registry import CampaignDirectory, CampaignInfo
 from messaging.models import Email, EmailStatsHour

@@ -9,8 +9,8 @@ from django.utils import timezone
 
 from contacts.models import Event
 from domains.models import Domain
-from messaging.delivery import emails_claim, emails_deliver, emails_sweep
 from messaging.models import Email
+from messaging.sending.delivery import emails_claim, emails_deliver, emails_sweep
 from messaging.tasks import deliver_emails_task, sweep_emails_task
 
 pytestmark = pytest.mark.django_db
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 def queued(send, smtp_sink, settings):
     """Three accepted emails whose delivery tasks were lost (as if the broker had dropped them)."""
     settings.CELERY_TASK_ALWAYS_EAGER = True
-    from messaging import sending
+    from messaging.sending import services as sending
 
     original = sending.enqueue_delivery
     sending.enqueue_delivery = lambda ids: None
@@ -178,7 +178,7 @@ def test_the_send_rate_throttles_without_rejecting(queued, smtp_sink, settings):
 
 
 def test_an_address_that_could_inject_smtp_commands_is_never_written(smtp_sink):
-    from messaging.transport import PreparedMessage, Transport, TransportError
+    from messaging.sending.transport import PreparedMessage, Transport, TransportError
 
     message = PreparedMessage(
         raw=b"Subject: x\r\n\r\nbody\r\n",

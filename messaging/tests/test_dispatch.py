@@ -7,8 +7,8 @@ import pytest
 
 from config.celery import app
 from config.tests.processes import celery_worker, wait_until
-from messaging.dispatch import _Batcher, emails_dispatch
 from messaging.models import Email
+from messaging.sending.dispatch import _Batcher, emails_dispatch
 from messaging.tasks import sweep_emails_task
 from messaging.tests.conftest import REDIS_URL
 

@@ -10,8 +10,8 @@ from django.test import override_settings
 
 from config.celery import app
 from config.tests.processes import celery_worker, wait_until
-from messaging.delivery import emails_sweep
 from messaging.models import Email
+from messaging.sending.delivery import emails_sweep
 from messaging.tasks import deliver_emails_task
 from messaging.tests.smtp import start_sink
 

@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from contacts.models import Contact, Event
-from messaging.links import system_links
+from messaging.engagement.links import system_links
 
 pytestmark = pytest.mark.django_db
 

@@ -1,8 +1,8 @@
 import pytest
 from liquid.exceptions import LiquidError
 
-from config.api.exceptions import ValidationFailed
-from messaging import rendering
+from core.errors import ValidationFailed
+from messaging.content import rendering
 
 SCOPE = {"name": "<b>Ann</b>", "first name": "Ann", "plan": "pro", "data": {"plan": "pro"}, "n": 3}
 

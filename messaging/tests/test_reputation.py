@@ -9,9 +9,9 @@ import pytest
 from django.utils import timezone
 
 from accounts.models import User
+from messaging.feedback.reputation import project_reputation
 from messaging.insights.rollup import email_stats_rebuild
 from messaging.models import Email
-from messaging.reputation import project_reputation
 from messaging.tests.feedback import feedback_settings_fixture, generic_post  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("feedback_settings")]
@@ -80,7 +80,7 @@ def test_eleven_percent_bounces_disable_the_project(client, project, other_proje
 def test_with_auto_disable_off_a_critical_project_is_only_logged(client, project, settings, caplog):
     settings.REPUTATION_AUTO_DISABLE = False
     emails = sent_emails(project.project, 100)
-    with caplog.at_level(logging.WARNING, logger="messaging.reputation"):
+    with caplog.at_level(logging.WARNING, logger="messaging.feedback.reputation"):
         report(client, emails[:15])
     project.project.refresh_from_db()
     assert project.project.disabled is False

@@ -10,8 +10,8 @@ from django.db import connection
 from config.tests.wsgi import wsgi_call
 from conftest import concurrently
 from contacts.models import Contact
-from messaging import sending
 from messaging.models import Email
+from messaging.sending import services as sending
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,7 +1,7 @@
 import pytest
 
+from messaging.content.usage import register_template_usage, unregister_template_usage
 from messaging.models import Template
-from messaging.usage import register_template_usage, unregister_template_usage
 
 pytestmark = pytest.mark.django_db
 

@@ -3,8 +3,8 @@ import pytest
 from accounts.models import User
 from contacts.models import Contact, Event
 from messaging.models import Email, EmailType
-from messaging.send_input import Address
-from messaging.sending import SendContent, email_send_test
+from messaging.sending.parse import Address
+from messaging.sending.services import SendContent, email_send_test
 
 pytestmark = pytest.mark.django_db
 

@@ -13,9 +13,9 @@ from accounts.models import Project
 from config.tests.wsgi import wsgi_call
 from conftest import concurrently
 from contacts.models import Contact, Event
-from messaging.links import system_links
+from messaging.engagement.links import system_links
+from messaging.engagement.tracking import click_token, click_token_read, open_token
 from messaging.models import Email
-from messaging.tracking import click_token, click_token_read, open_token
 
 pytestmark = pytest.mark.django_db
 BASE = "http://localhost:8000"

@@ -10,10 +10,10 @@ from django.utils import timezone
 from config.celery import app
 from config.tests.processes import celery_worker, gunicorn_server, wait_until
 from contacts.models import Contact, Event
-from messaging.hits import tracking_hits_drain
+from messaging.engagement.hits import tracking_hits_drain
+from messaging.engagement.tracking import click_token, open_token
 from messaging.models import Email
 from messaging.tests.conftest import REDIS_URL
-from messaging.tracking import click_token, open_token
 
 
 def _raw(cache):
@@ -95,7 +95,7 @@ def test_a_worker_writes_the_hits_a_web_server_queued(project, redis_cache):
 
 @pytest.mark.django_db
 def test_one_batch_counts_interleaved_hits_of_several_emails_each_in_order(project):
-    from messaging.engagement import Hit, engagement_hits_record
+    from messaging.engagement.services import Hit, engagement_hits_record
 
     first = _sent_email(project)
     second = Email.objects.create(

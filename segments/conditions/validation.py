@@ -4,8 +4,8 @@ from typing import Any
 
 from django.apps import apps
 
-from config.api.exceptions import ValidationFailed
-from config.api.validation import json_type
+from core.errors import ValidationFailed
+from core.json import json_type
 from segments.conditions.spec import (
     COMPARISON,
     DATE_ONLY,

@@ -3,8 +3,8 @@
 
 import pytest
 
-from config.api.exceptions import ValidationFailed
 from contacts.models import Contact
+from core.errors import ValidationFailed
 from segments.conditions import condition_matches, condition_q, condition_validate
 from segments.tests.conftest import NOW
 

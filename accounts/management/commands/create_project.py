@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
 from accounts.services import project_create, user_get_or_create
-from config.api.exceptions import ApiError
+from core.errors import ServiceError
 from domains.services import domain_mark_verified_by_operator
 
 
@@ -25,7 +25,7 @@ class Command(BaseCommand):
                 project, keys = project_create(name=name, owner=owner)
                 for domain in verified_domain:
                     domain_mark_verified_by_operator(project=project, name=domain)
-        except ApiError as exc:
+        except ServiceError as exc:
             raise CommandError(exc.message) from exc
         if json:
             self.stdout.write(

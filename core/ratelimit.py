@@ -1,0 +1,97 @@
+"""Per-project request rate limit: a fixed 60-second window counted in the shared cache.
+
+A fixed window never lets more than the limit through in one window and `RateLimit-Remaining` only falls inside
+it. With Redis the count is one pipelined INCR + EXPIRE NX; other cache backends use add + incr.
+"""
+
+import logging
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.cache import caches
+
+from core.cache import redis_client
+
+logger = logging.getLogger(__name__)
+WINDOW_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class RateLimitState:
+    limit: int
+    remaining: int
+    reset: int
+    exceeded: bool
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "RateLimit-Limit": str(self.limit),
+            "RateLimit-Remaining": str(self.remaining),
+            "RateLimit-Reset": str(self.reset),
+        }
+
+
+def _increment(key: str, timeout: int) -> int:
+    cache = caches["default"]
+    client = redis_client(cache)
+    if client is not None:
+        full_key = cache.make_and_validate_key(key)
+        # No MULTI/EXEC: every request repeats the EXPIRE NX, so a counter left without one is fixed by the next.
+        pipe = client.pipeline(transaction=False)
+        pipe.incr(full_key)
+        pipe.expire(full_key, timeout, nx=True)
+        count, _ = pipe.execute()
+        return int(count)
+    cache.add(key, 0, timeout)
+    try:
+        return cache.incr(key)
+    except ValueError:  # expired between add and incr
+        cache.add(key, 1, timeout)
+        return 1
+
+
+def project_scope(project_id) -> str:
+    return f"project:{project_id}"
+
+
+@dataclass
+class Window:
+    """The current 60-second window, and one request's count in it once taken (by `rate_limit_hit`, or together
+    with the key lookup by `accounts.keycache.cached_project`, which learns the project's scope only then)."""
+
+    number: int
+    reset: int
+    count: int | None = None
+
+    @classmethod
+    def now(cls) -> "Window":
+        now = time.time()
+        return cls(number=int(now // WINDOW_SECONDS), reset=WINDOW_SECONDS - int(now % WINDOW_SECONDS))
+
+    def key(self, scope: str) -> str:
+        return f"rl:{scope}:{self.number}"
+
+    @property
+    def timeout(self) -> int:
+        return self.reset + 5
+
+    def state(self) -> RateLimitState:
+        limit = settings.API_RATE_LIMIT_PER_MINUTE
+        return RateLimitState(
+            limit=limit, remaining=max(0, limit - self.count), reset=self.reset, exceeded=self.count > limit
+        )
+
+
+def rate_limit_hit(scope: str) -> RateLimitState | None:
+    """Count one request for `scope`; None when the limit is off or the cache cannot be reached."""
+    if settings.API_RATE_LIMIT_PER_MINUTE <= 0:
+        return None
+    window = Window.now()
+    try:
+        window.count = _increment(window.key(scope), window.timeout)
+    except Exception:
+        # The limit protects the service; an unreachable cache must not take the API down with it.
+        logger.exception("Rate limit cache unavailable; request allowed")
+        return None
+    return window.state()

@@ -1,0 +1,1 @@
+"""Templates and rendering: the content of an email (see the package docstring of `messaging`)."""

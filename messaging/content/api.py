@@ -1,0 +1,96 @@
+"""Templates and POST /v1/send: parse, call one service or selector, serialize."""
+
+from django.db.models import Q
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.response import Response
+
+from config.api.exceptions import BareError
+from config.api.pagination import choice_param, offset_page, template_page_envelope
+from config.api.schema import bare_or_envelope_400, count_parameter
+from config.api.validation import validate
+from config.api.views import ProjectScopedViewSet
+from core.errors import ValidationFailed
+from messaging.content import serializers as s
+from messaging.content import services
+from messaging.content.usage import template_usage
+from messaging.models import Email, EmailType, Template
+
+TEMPLATE_SORT = {"name": "name", "createdAt": "created_at", "updatedAt": "updated_at"}
+
+
+class TemplateViewSet(ProjectScopedViewSet):
+    queryset = Template.objects.all()
+    resource_name = "Template"
+
+    @extend_schema(
+        summary="List templates",
+        parameters=[
+            count_parameter("page", "1-based page number (default 1)"),
+            count_parameter("pageSize", "1 to 100 (default 20; larger values are clamped)"),
+            OpenApiParameter("type", str, enum=EmailType.values),
+            OpenApiParameter("search", str),
+            OpenApiParameter("sort", str, enum=list(TEMPLATE_SORT)),
+            OpenApiParameter("dir", str, enum=["asc", "desc"]),
+        ],
+        responses=s.TemplatePageSerializer,
+    )
+    def list(self, request):
+        params = request.query_params
+        queryset = self.get_queryset()
+        kind = params.get("type")
+        if kind:
+            if kind not in EmailType.values:
+                raise ValidationFailed.field(
+                    "type", f"Expected one of {', '.join(EmailType.values)}", "invalid_enum_value", received=kind
+                )
+            queryset = queryset.filter(type=kind)
+        search = (params.get("search") or "").strip()
+        if search:
+            queryset = queryset.filter(
+                Q(name__icontains=search) | Q(description__icontains=search) | Q(subject__icontains=search)
+            )
+        field = TEMPLATE_SORT[choice_param(params, "sort", TEMPLATE_SORT, "createdAt")]
+        prefix = "" if choice_param(params, "dir", ("asc", "desc"), "desc") == "asc" else "-"
+        page = offset_page(queryset.order_by(f"{prefix}{field}", f"{prefix}id"), params)
+        return Response(template_page_envelope(page, s.template_json))
+
+    @extend_schema(
+        summary="Create a template",
+        request=s.TemplateInputSerializer,
+        responses={
+            201: s.TemplateOutputSerializer,
+            400: bare_or_envelope_400("`{error}` when `from` is missing; the envelope for a malformed body"),
+        },
+    )
+    def create(self, request):
+        if not request.data.get("from"):
+            raise BareError("from is required: the sender address of the template")
+        values = validate(s.TemplateInputSerializer, request.data)
+        template = services.template_create(project=self.project, **values)
+        return Response(s.template_json(template), status=201)
+
+    @extend_schema(summary="Get a template", responses=s.TemplateOutputSerializer)
+    def retrieve(self, request, pk=None):
+        return Response(s.template_json(self.get_object()))
+
+    @extend_schema(summary="Update a template", request=s.TemplateInputSerializer, responses=s.TemplateOutputSerializer)
+    def partial_update(self, request, pk=None):
+        template = self.get_object()
+        values = validate(s.TemplateInputSerializer, request.data, partial=True)
+        return Response(s.template_json(services.template_update(template=template, **values)))
+
+    @extend_schema(summary="Delete a template (409 while a campaign or workflow uses it)", responses={204: None})
+    def destroy(self, request, pk=None):
+        services.template_delete(template=self.get_object())
+        return Response(status=204)
+
+    @extend_schema(summary="Duplicate a template", request=None, responses={201: s.IdSerializer})
+    def duplicate(self, request, pk=None):
+        copy = services.template_duplicate(template=self.get_object())
+        return Response({"id": str(copy.id)}, status=201)
+
+    @extend_schema(summary="Campaigns and workflow steps using a template", responses=s.TemplateUsageSerializer)
+    def usage(self, request, pk=None):
+        template = self.get_object()
+        sent = Email.objects.filter(template=template, sent_at__isnull=False).count()
+        return Response({**template_usage(template), "emailsSent": sent})

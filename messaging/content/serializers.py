@@ -1,0 +1,84 @@
+from drf_spectacular.utils import extend_schema_serializer
+from rest_framework import serializers
+
+from core.time import iso
+from messaging.models import EmailType, Template
+
+
+def no_line_breaks(value: str) -> str:
+    if "\r" in value or "\n" in value:
+        raise serializers.ValidationError("Must not contain line breaks", code="invalid_string")
+    return value
+
+
+class TemplateInputSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=255, required=False, allow_blank=True)
+    description = serializers.CharField(max_length=5000, required=False, allow_blank=True)
+    subject = serializers.CharField(
+        max_length=998, required=False, allow_blank=True, trim_whitespace=False, validators=[no_line_breaks]
+    )
+    body = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    fromName = serializers.CharField(source="from_name", max_length=255, required=False, allow_blank=True)
+    replyTo = serializers.EmailField(source="reply_to", max_length=320, required=False, allow_blank=True)
+    type = serializers.ChoiceField(choices=EmailType.choices, required=False)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # `from` is a Python keyword, so it cannot be a class attribute.
+        self.fields["from"] = serializers.EmailField(source="from_email", max_length=320, required=False)
+
+
+def template_json(template: Template) -> dict:
+    return {
+        "id": str(template.id),
+        "name": template.name,
+        "description": template.description,
+        "subject": template.subject,
+        "body": template.body,
+        "from": template.from_email,
+        "fromName": template.from_name,
+        "replyTo": template.reply_to,
+        "type": template.type,
+        "projectId": str(template.project_id),
+        "createdAt": iso(template.created_at),
+        "updatedAt": iso(template.updated_at),
+    }
+
+
+class TemplateOutputSerializer(serializers.Serializer):
+    """Schema of a template as returned (the views build it with `template_json`)."""
+
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+    subject = serializers.CharField()
+    body = serializers.CharField()
+    fromName = serializers.CharField()
+    replyTo = serializers.CharField()
+    type = serializers.ChoiceField(choices=EmailType.choices)
+    projectId = serializers.UUIDField()
+    createdAt = serializers.DateTimeField()
+    updatedAt = serializers.DateTimeField()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["from"] = serializers.EmailField()
+
+
+@extend_schema_serializer(many=False)  # the page envelope itself, not a list of them
+class TemplatePageSerializer(serializers.Serializer):
+    data = TemplateOutputSerializer(many=True)
+    total = serializers.IntegerField()
+    page = serializers.IntegerField()
+    pageSize = serializers.IntegerField()
+    totalPages = serializers.IntegerField()
+
+
+class TemplateUsageSerializer(serializers.Serializer):
+    campaigns = serializers.ListField(child=serializers.DictField())
+    workflowSteps = serializers.ListField(child=serializers.DictField())
+    emailsSent = serializers.IntegerField()
+
+
+class IdSerializer(serializers.Serializer):
+    id = serializers.UUIDField()

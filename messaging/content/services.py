@@ -1,0 +1,65 @@
+from django.utils import timezone
+
+from accounts.models import Project
+from core.errors import Conflict
+from domains.services import sender_domain_for
+from messaging.content import rendering
+from messaging.content.usage import template_usage
+from messaging.models import Template
+
+TEMPLATE_FIELDS = ("name", "description", "subject", "body", "from_email", "from_name", "reply_to", "type")
+
+
+def _check_content(values: dict) -> None:
+    if values.get("subject"):
+        rendering.check_syntax(field="subject", source=values["subject"], html=False)
+    if values.get("body"):
+        rendering.check_syntax(field="body", source=values["body"], html=True)
+
+
+def template_create(*, project: Project, **values) -> Template:
+    """Create a template; its sender must be on a verified domain (403) and its content must parse (422)."""
+    sender_domain_for(project=project, address=values["from_email"])
+    _check_content(values)
+    template = Template(project=project, **{k: v for k, v in values.items() if k in TEMPLATE_FIELDS})
+    template.full_clean()
+    template.save()
+    return template
+
+
+def template_update(*, template: Template, **values) -> Template:
+    changed = [name for name in TEMPLATE_FIELDS if name in values and getattr(template, name) != values[name]]
+    if "from_email" in changed:
+        sender_domain_for(project=template.project, address=values["from_email"])
+    _check_content({name: values[name] for name in changed})
+    for name in changed:
+        setattr(template, name, values[name])
+    if changed:
+        template.updated_at = timezone.now()
+        template.full_clean()
+        template.save(update_fields=[*changed, "updated_at"])
+    return template
+
+
+def template_delete(*, template: Template) -> None:
+    usage = template_usage(template)
+    if any(usage.values()):
+        names = [item.get("name") or item.get("workflowName") for items in usage.values() for item in items]
+        raise Conflict(
+            f"Template is used by {', '.join(str(n) for n in names)}; remove it from them first",
+            details={"usedIn": usage},
+        )
+    template.delete()
+
+
+def template_duplicate(*, template: Template) -> Template:
+    now = timezone.now()
+    copy = Template(
+        project_id=template.project_id,
+        **{name: getattr(template, name) for name in TEMPLATE_FIELDS},
+        created_at=now,
+        updated_at=now,
+    )
+    copy.name = f"{template.name} (Copy)"[:255]
+    copy.save()
+    return copy

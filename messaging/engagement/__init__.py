@@ -1,0 +1,1 @@
+"""Engagement: open and click tracking, tracked links, the hit queue and the hosted subscription pages."""

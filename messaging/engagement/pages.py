@@ -1,0 +1,126 @@
+"""The hosted pages behind `unsubscribeUrl`, `subscribeUrl` and `manageUrl`: plain server-rendered HTML that works
+without JavaScript or cookies.
+
+A page is authenticated by the signed token in its URL alone (`messaging.engagement.links`). A GET only shows a page with a
+button, so that link scanners and prefetching mail clients change nothing; the change is a POST. A POST to the
+unsubscribe URL is also the RFC 8058 one-click endpoint (`List-Unsubscribe-Post: List-Unsubscribe=One-Click`).
+"""
+
+from django.core import signing
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_http_methods
+
+from contacts.models import Contact
+from contacts.services import contact_subscription_set
+from messaging.engagement.links import link_token_read
+from messaging.engagement.services import SNOOZE_PERIODS, contact_snooze_set
+
+SOURCE = "page"
+
+
+class _Gone(Exception):
+    """A valid link whose contact has since been deleted."""
+
+
+def _contact(token: str) -> Contact:
+    """The contact a token was made for; raises signing.BadSignature for a token we did not make, _Gone when the
+    contact no longer exists."""
+    contact_id, _email_id = link_token_read(token)
+    contact = Contact.objects.select_related("project").filter(pk=contact_id).first()
+    if contact is None:
+        raise _Gone
+    return contact
+
+
+def _message(request, title: str, text: str, status: int = 200) -> HttpResponse:
+    return render(request, "messaging/message.html", {"title": title, "text": text}, status=status)
+
+
+def _token_page(view):
+    """Resolve the token for `view(request, contact)`: a forged or altered token is a 404 page, a deleted contact a
+    friendly page (there is nothing left to unsubscribe).
+
+    CSRF: these pages are exempt on purpose. The credential is the signed token in the URL, not a cookie, so a
+    forged cross-site POST gains nothing the token itself does not already grant; and mail clients send the
+    RFC 8058 one-click POST without any cookie or CSRF token.
+    """
+
+    @csrf_exempt
+    @never_cache
+    @require_http_methods(["GET", "POST"])
+    def wrapped(request, token: str):
+        try:
+            contact = _contact(token)
+        except (signing.BadSignature, ValueError, TypeError):
+            return _message(
+                request, "Link not valid", "This link is not valid. Please use the link from your email.", 404
+            )
+        except _Gone:
+            if request.method == "POST" and _is_one_click(request):
+                return HttpResponse(status=200)
+            return _message(
+                request,
+                "Nothing to change",
+                "We no longer hold your address for this list, so there is nothing to change and you will not receive our emails.",
+            )
+        return view(request, contact, token)
+
+    wrapped.__name__ = view.__name__
+    wrapped.__doc__ = view.__doc__
+    return wrapped
+
+
+def _is_one_click(request) -> bool:
+    return request.POST.get("List-Unsubscribe") == "One-Click"
+
+
+@_token_page
+def unsubscribe_page(request, contact: Contact, token: str) -> HttpResponse:
+    if request.method == "GET":
+        return render(request, "messaging/unsubscribe.html", {"contact": contact, "token": token})
+    contact_subscription_set(contact=contact, subscribed=False, source=SOURCE)
+    if _is_one_click(request):
+        # RFC 8058: the mail client only needs the status, nobody reads a page.
+        return HttpResponse(status=200)
+    return render(request, "messaging/unsubscribed.html", {"contact": contact, "token": token})
+
+
+@_token_page
+def subscribe_page(request, contact: Contact, token: str) -> HttpResponse:
+    if request.method == "GET":
+        return render(request, "messaging/subscribe.html", {"contact": contact, "token": token})
+    contact_subscription_set(contact=contact, subscribed=True, source=SOURCE)
+    return _message(request, "You are subscribed", f"{contact.email} will receive our emails again.")
+
+
+@_token_page
+def manage_page(request, contact: Contact, token: str) -> HttpResponse:
+    notice = ""
+    if request.method == "POST":
+        action = request.POST.get("action", "")
+        if action == "unsubscribe":
+            contact_subscription_set(contact=contact, subscribed=False, source=SOURCE)
+            notice = "You are unsubscribed."
+        elif action == "subscribe":
+            contact_subscription_set(contact=contact, subscribed=True, source=SOURCE)
+            notice = "You are subscribed."
+        elif action == "snooze" and request.POST.get("period") in SNOOZE_PERIODS:
+            contact_snooze_set(contact=contact, period=request.POST["period"])
+            notice = f"Marketing emails are paused for {SNOOZE_PERIODS[request.POST['period']][0]}."
+        elif action == "resume":
+            contact_snooze_set(contact=contact, period=None)
+            notice = "Marketing emails are no longer paused."
+        else:
+            return _message(request, "Nothing changed", "Please choose one of the options on the page.", 400)
+    context = {
+        "contact": contact,
+        "token": token,
+        "notice": notice,
+        "snoozed": contact.snoozed_until is not None and contact.snoozed_until > timezone.now(),
+        "periods": [(key, label) for key, (label, _, _) in SNOOZE_PERIODS.items()],
+    }
+    return render(request, "messaging/manage.html", context)

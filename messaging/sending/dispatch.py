@@ -1,0 +1,142 @@
+"""Handing accepted emails to the delivery workers.
+
+With Redis as the cache (production), committed emails' ids are appended to a Redis list, and the append that finds
+the list empty schedules `dispatch_emails_task`. That task takes the waiting ids and publishes delivery tasks of up
+to `DELIVERY_BATCH_SIZE` emails each. A Celery publish costs several times the append, and under load the ids of
+many single-recipient requests travel in one delivery task, which then sends them over one SMTP connection.
+
+Each process appends what its requests committed in the last `DELIVERY_HANDOVER_SECONDS` with one command, from a
+thread of its own: one Redis round trip per request was a tenth of a /v1/send request's CPU. With the setting at 0
+(the tests) the request appends its own ids after its commit.
+
+Without Redis (the embedded default), or when Redis cannot be reached, the delivery tasks are published at once.
+
+Nothing accepted is lost on the way: the rows are QUEUED in the database before their ids move, and the sweeper
+(every minute) dispatches what is waiting in the list and re-publishes QUEUED rows whose task never came (ids that a
+process held when it was killed, too). A row dispatched twice is claimed once (`messaging.delivery.emails_claim`).
+"""
+
+import atexit
+import logging
+import os
+import threading
+import time
+
+from django.conf import settings
+from django.core.cache import caches
+from django.db import transaction
+
+from core.cache import list_push, redis_client
+
+logger = logging.getLogger(__name__)
+_QUEUE = "delivery:waiting"
+_TAKE = 1000
+
+
+def delivery_tasks_publish(email_ids: list[str]) -> None:
+    """Publish delivery tasks of up to `DELIVERY_BATCH_SIZE` ids; a broker failure is logged (the sweeper retries)."""
+    from messaging.tasks import deliver_emails_task
+
+    size = settings.DELIVERY_BATCH_SIZE
+    for start in range(0, len(email_ids), size):
+        batch = email_ids[start : start + size]
+        try:
+            deliver_emails_task.delay(batch)
+        except Exception:
+            logger.exception("Could not queue %d email(s) for delivery; the sweeper will send them", len(batch))
+
+
+def _schedule_dispatch() -> None:
+    from messaging.tasks import dispatch_emails_task
+
+    try:
+        dispatch_emails_task.delay()
+    except Exception:  # the sweeper dispatches the list within a minute
+        logger.exception("Could not schedule the dispatch of waiting emails")
+
+
+def _hand_over(email_ids: list[str]) -> None:
+    try:
+        schedule = list_push(caches["default"], _QUEUE, email_ids)
+    except Exception:
+        logger.exception("Delivery queue unavailable; publishing the delivery tasks directly")
+        schedule = None
+    if schedule is None:
+        delivery_tasks_publish(email_ids)
+    elif schedule:
+        _schedule_dispatch()
+
+
+class _Batcher:
+    """The ids committed in this process, handed over together by one thread every `DELIVERY_HANDOVER_SECONDS`."""
+
+    def __init__(self) -> None:
+        self._reset()
+        # A forked child starts empty, with its own lock and thread: it neither hands over its parent's ids again
+        # nor waits on a lock the parent's thread held at the fork.
+        os.register_at_fork(after_in_child=self._reset)
+
+    def _reset(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: list[str] = []
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def add(self, ids: list[str]) -> None:
+        with self._lock:
+            self._pending.extend(ids)
+            self._wake.set()
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="delivery-handover", daemon=True)
+                self._thread.start()
+
+    def flush(self) -> None:
+        """Hand over what is held now; a failure is logged (the rows are QUEUED: the sweeper sends them)."""
+        with self._lock:
+            batch, self._pending = self._pending, []
+            self._wake.clear()
+        if not batch:
+            return
+        try:
+            _hand_over(batch)
+        except Exception:
+            logger.exception("Could not hand %d email(s) over to delivery; the sweeper will send them", len(batch))
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait()
+            time.sleep(settings.DELIVERY_HANDOVER_SECONDS)  # what other requests commit meanwhile goes along
+            self.flush()
+
+
+_batcher = _Batcher()
+atexit.register(_batcher.flush)  # a worker that stops gracefully hands over what it holds
+
+
+def _committed(ids: list[str]) -> None:
+    if settings.DELIVERY_HANDOVER_SECONDS > 0 and redis_client(caches["default"]) is not None:
+        _batcher.add(ids)
+    else:
+        _hand_over(ids)
+
+
+def enqueue_delivery(email_ids: list) -> None:
+    """Hand the ids to delivery workers once the rows are committed; a broker failure only delays them."""
+    ids = [str(email_id) for email_id in email_ids]
+    if ids:
+        transaction.on_commit(lambda: _committed(ids))
+
+
+def emails_dispatch() -> int:
+    """Publish delivery tasks for the ids waiting in the list (oldest first); returns how many were taken."""
+    client = redis_client(caches["default"])
+    if client is None:
+        return 0
+    queue = caches["default"].make_and_validate_key(_QUEUE)
+    taken = 0
+    while True:
+        raw = client.lpop(queue, _TAKE)
+        if not raw:
+            return taken
+        delivery_tasks_publish([value.decode() for value in raw])
+        taken += len(raw)

@@ -1,0 +1,332 @@
+"""The one send path: every email of the service (the send API, campaigns, workflows, test sends) is queued here
+and delivered by `messaging.sending.delivery`.
+
+Queueing, per recipient and in order: upsert the contact through the contacts app's data rules, render subject
+and body with the recipient's variables, store the email row, all in one transaction. On PostgreSQL a single
+recipient without attachments or a subscription change (most API sends) takes two statements and no transaction
+instead: read the contact, render, then write contact and email in one statement that applies only if the contact
+is unchanged (else the transaction above). Delivery tasks are enqueued once the rows are committed; if the broker
+cannot take them, the rows stay QUEUED and the sweeper sends them later, so an accepted email is never lost.
+"""
+
+import base64
+import logging
+import uuid
+from dataclasses import dataclass, field, replace
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.models import Project
+from contacts.data_rules import validate_data
+from contacts.models import Contact
+from contacts.services import (
+    contact_upsert,
+    contact_upsert_read,
+    contact_upsert_write,
+    guarded_upsert_supported,
+    normalize_email,
+)
+from core.db import insert_prepared
+from core.errors import NotFound, ValidationFailed
+from domains.services import sender_domain_for
+from messaging.content import rendering
+from messaging.engagement.links import PAGES, system_links
+from messaging.engagement.tracking import tracking_applies, with_tracking
+from messaging.feedback.suppression import recipients_check_suppressed
+from messaging.models import AttachmentBundle, Email, EmailType, Template
+from messaging.sending import parse
+from messaging.sending.dispatch import enqueue_delivery
+from messaging.sending.mime import Attachment, insert_before_body_end
+from messaging.sending.parse import Address
+
+logger = logging.getLogger(__name__)
+OPT_OUT_TYPES = (EmailType.MARKETING, EmailType.HEADLESS)
+
+
+@dataclass
+class SendContent:
+    """What every recipient of one send gets, before personalisation."""
+
+    subject: str
+    body: str
+    sender: Address
+    reply_to: str = ""
+    type: str = EmailType.TRANSACTIONAL
+    template: Template | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    attachments: list[Attachment] = field(default_factory=list)
+    source: str = Email.Source.API
+    campaign_id: uuid.UUID | None = None
+    workflow_id: uuid.UUID | None = None
+
+
+@dataclass(frozen=True)
+class Queued:
+    contact: Contact
+    email: Email
+
+
+def _check_opt_outs(project: Project, recipients: list[Address], content: SendContent, subscribed: bool | None):
+    """With a marketing or headless template, an existing contact who opted out (and is not being resubscribed
+    by this request) rejects the whole request before anything is stored."""
+    if content.type not in OPT_OUT_TYPES or subscribed is True:
+        return
+    emails = {normalize_email(address.email): index for index, address in enumerate(recipients)}
+    opted_out = Contact.objects.filter(project=project, email__in=emails, subscribed=False).values_list(
+        "email", flat=True
+    )
+    for email in opted_out:
+        index = emails[email]
+        field_path = f"to.{index}" if len(recipients) > 1 else "to"
+        raise ValidationFailed.field(
+            field_path, f"{email} has unsubscribed and cannot receive {content.type.lower()} email", "custom"
+        )
+
+
+def _bundle(project: Project, attachments: list[Attachment]) -> AttachmentBundle | None:
+    if not attachments:
+        return None
+    items = [
+        {
+            "filename": a.filename,
+            "contentType": a.content_type,
+            "contentId": a.content_id,
+            "disposition": a.disposition,
+            "content": base64.b64encode(a.content).decode("ascii"),
+        }
+        for a in attachments
+    ]
+    return AttachmentBundle.objects.create(
+        project=project, items=items, total_bytes=sum(len(a.content) for a in attachments)
+    )
+
+
+def with_unsubscribe_footer(html: str, unsubscribe_url: str) -> str:
+    """Marketing email carries an unsubscribe link; added unless the author already placed one."""
+    if unsubscribe_url in html:
+        return html
+    footer = (
+        '<p style="margin-top:24px;font-size:12px;color:#6b7280;text-align:center">'
+        f'<a href="{unsubscribe_url}" style="color:#6b7280">Unsubscribe</a></p>'
+    )
+    return insert_before_body_end(html, footer)
+
+
+def _estimated_size(email: Email, bundle: AttachmentBundle | None) -> int:
+    # Quoted-printable HTML and text parts, base64 attachments (4/3), headers.
+    return int(len(email.html.encode()) * 2.2) + (bundle.total_bytes * 4 // 3 if bundle else 0) + 4096
+
+
+def _email_row(
+    *,
+    project: Project,
+    content: SendContent,
+    domain_name: str,
+    to: Address,
+    contact: Contact | None,
+    variables: dict,
+    bundle: AttachmentBundle | None,
+    now,
+) -> Email:
+    """One recipient's email row: rendered with its variables and its own signed links."""
+    email_id = uuid.uuid4()
+    links = system_links(contact_id=contact.id, email_id=email_id) if contact else dict.fromkeys(PAGES, "#")
+    scope = rendering.template_scope(
+        contact_id=str(contact.id) if contact else "",
+        email=to.email,
+        subscribed=contact.subscribed if contact else True,
+        data=variables,
+        links=links,
+    )
+    # Never fails a send: content that does not render falls back to plain substitution (decisions.md).
+    rendered = rendering.render_email(subject=content.subject, body=content.body, scope=scope, lenient=True)
+    html = rendered.html
+    if tracking_applies(project=project, email_type=content.type):
+        # Before the footer: its unsubscribe link is never tracked, and it stays the last thing of the body.
+        html = with_tracking(html, email_id=email_id)
+    if content.type == EmailType.MARKETING and contact is not None:
+        html = with_unsubscribe_footer(html, links["unsubscribeUrl"])
+    email = Email(
+        id=email_id,
+        project=project,
+        contact=contact,
+        to_email=to.email,
+        to_name=to.name,
+        template=content.template,
+        campaign_id=content.campaign_id,
+        workflow_id=content.workflow_id,
+        source=content.source,
+        type=content.type,
+        from_email=content.sender.email,
+        from_name=content.sender.name,
+        reply_to=content.reply_to,
+        subject=rendered.subject[:998],
+        html=html,
+        headers=content.headers,
+        attachments=bundle,
+        message_id=f"<{email_id}@{domain_name}>",
+        created_at=now,
+        updated_at=now,
+    )
+    if _estimated_size(email, bundle) > settings.SEND_MESSAGE_MAX_BYTES:
+        raise ValidationFailed.field(
+            "body", f"The message would exceed {settings.SEND_MESSAGE_MAX_BYTES} bytes", "too_big"
+        )
+    return email
+
+
+def _recipient_data(data: dict | None, recipient: Address) -> dict:
+    recipient_data = dict(data or {})
+    if recipient.name:
+        recipient_data["name"] = recipient.name
+    return recipient_data
+
+
+def _queue_single(
+    *, project: Project, recipient: Address, content: SendContent, data: dict | None, domain_name: str
+) -> Queued | None:
+    """One recipient without attachments or a subscription change, in two statements and no transaction: read the
+    contact, render, then write contact and email together if the contact is still as read (None otherwise, with
+    nothing written)."""
+    pending = contact_upsert_read(
+        project=project, email=recipient.email, data=_recipient_data(data, recipient), new_subscribed=False
+    )
+    contact = pending.contact
+    email = _email_row(
+        project=project,
+        content=content,
+        domain_name=domain_name,
+        to=Address(email=contact.email, name=recipient.name),
+        contact=contact,
+        variables={**contact.data, **pending.variables},
+        bundle=None,
+        now=timezone.now(),
+    )
+    if not contact_upsert_write(pending, dependent=[email]):
+        return None
+    return Queued(contact=contact, email=email)
+
+
+def emails_queue(
+    *,
+    project: Project,
+    recipients: list[Address],
+    content: SendContent,
+    subscribed: bool | None = None,
+    data: dict | None = None,
+) -> list[Queued]:
+    """Queue one email per recipient, in order; returns each recipient's contact and email row. Atomic: a request
+    that fails writes nothing."""
+    domain = sender_domain_for(project=project, address=content.sender.email)
+    _check_opt_outs(project, recipients, content, subscribed)
+    recipients_check_suppressed(project=project, recipients=recipients, email_type=content.type)
+    if len(recipients) == 1 and not content.attachments and subscribed is None and guarded_upsert_supported():
+        single = _queue_single(
+            project=project, recipient=recipients[0], content=content, data=data, domain_name=domain.name
+        )
+        if single is not None:
+            enqueue_delivery([single.email.id])
+            return [single]
+    with transaction.atomic(savepoint=False):
+        bundle = _bundle(project, content.attachments)
+        now = timezone.now()
+        queued: list[Queued] = []
+        for recipient in recipients:
+            result = contact_upsert(
+                project=project,
+                email=recipient.email,
+                subscribed=subscribed,
+                data=_recipient_data(data, recipient),
+                new_subscribed=False,
+                source="send",
+            )
+            contact = result.contact
+            email = _email_row(
+                project=project,
+                content=content,
+                domain_name=domain.name,
+                to=Address(email=contact.email, name=recipient.name),
+                contact=contact,
+                variables={**contact.data, **result.variables},
+                bundle=bundle,
+                now=now,
+            )
+            queued.append(Queued(contact=contact, email=email))
+        emails = [item.email for item in queued]
+        insert_prepared(emails)
+        enqueue_delivery([email.id for email in emails])
+    return queued
+
+
+def emails_send_request(*, project: Project, body: dict, raw: dict) -> list[Queued]:
+    """POST /v1/send: resolve the request against its template (explicit fields win), then queue it.
+
+    `body` holds the typed fields validated by the view's serializer; `raw` the request as sent, for the fields
+    that take several shapes (`to`, `from`, `reply`), parsed here with exact field paths.
+    """
+    recipients = parse.parse_recipients(raw.get("to"))
+    sender = parse.parse_sender(raw.get("from"))
+    reply = parse.parse_reply(raw.get("reply"))
+    headers = parse.parse_headers(body.get("headers"))
+    attachments = parse.parse_attachments(body.get("attachments"))
+    data = validate_data(body["data"]) if body.get("data") is not None else None
+    template = None
+    if body.get("template"):
+        template = Template.objects.filter(project=project, id=body["template"]).first()
+        if template is None:
+            raise NotFound("Template", body["template"])
+    subject = body.get("subject") or (template.subject if template else None)
+    html = body.get("body") or (template.body if template else None)
+    if not subject:
+        raise ValidationFailed.field(
+            "subject", "Required unless the template has a subject", "invalid_type", received="undefined"
+        )
+    if not html:
+        raise ValidationFailed.field(
+            "body", "Required unless a template is given", "invalid_type", received="undefined"
+        )
+    if sender is None and template is not None:
+        sender = Address(email=template.from_email)
+    if sender is None:
+        raise ValidationFailed.field(
+            "from", "Required unless the template has a sender", "invalid_type", received="undefined"
+        )
+    # From name precedence (decisions.md): from.name, the deprecated `name`, the template's, the project's.
+    from_name = sender.name or body.get("name") or (template.from_name if template else "") or project.name
+    content = SendContent(
+        subject=subject,
+        body=html,
+        sender=Address(email=sender.email, name=from_name),
+        reply_to=reply or (template.reply_to if template else ""),
+        type=template.type if template else EmailType.TRANSACTIONAL,
+        template=template,
+        headers=headers,
+        attachments=attachments,
+    )
+    return emails_queue(
+        project=project, recipients=recipients, content=content, subscribed=body.get("subscribed"), data=data
+    )
+
+
+def email_send_test(*, project: Project, to: Address, content: SendContent, sample_data: dict | None = None) -> Email:
+    """One test message (`source=test`) rendered with sample data; it creates no contact and records no event.
+    The subject is prefixed `[TEST] `."""
+    domain = sender_domain_for(project=project, address=content.sender.email)
+    existing = Contact.objects.filter(project=project, email=normalize_email(to.email)).first()
+    variables = {**(existing.data if existing else {}), **(sample_data or {})}
+    content = replace(content, subject=f"[TEST] {content.subject}", source=Email.Source.TEST)
+    email = _email_row(
+        project=project,
+        content=content,
+        domain_name=domain.name,
+        to=to,
+        contact=None,
+        variables=variables,
+        bundle=_bundle(project, content.attachments),
+        now=timezone.now(),
+    )
+    email.save(force_insert=True)
+    enqueue_delivery([email.id])
+    return email

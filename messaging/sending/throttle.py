@@ -1,0 +1,47 @@
+"""Per-project send rate: a token bucket in the shared cache, consulted before each message is handed over.
+
+A project over its rate is not refused: its remaining messages wait in the queue until tokens are back. With
+Redis the bucket is one Lua script (atomic across workers); other caches use a best-effort read-modify-write.
+"""
+
+import time
+
+from django.conf import settings
+from django.core.cache import caches
+
+from core.cache import redis_client
+
+_BUCKET = """
+local rate, burst, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = tonumber(state[1]) or burst
+local at = tonumber(state[2]) or now
+tokens = math.min(burst, tokens + (now - at) * rate)
+local wait = 0
+if tokens >= 1 then tokens = tokens - 1 else wait = (1 - tokens) / rate end
+redis.call('HSET', KEYS[1], 'tokens', tokens, 'at', now)
+redis.call('EXPIRE', KEYS[1], math.ceil(burst / rate) + 60)
+return tostring(wait)
+"""
+
+
+def send_slot_wait(project_id) -> float:
+    """0 when a message of the project may go now, else the seconds until one may."""
+    rate = settings.SEND_RATE_PER_PROJECT_PER_SECOND
+    if rate <= 0:
+        return 0.0
+    burst = max(1.0, rate)
+    cache = caches["default"]
+    key = f"send-bucket:{project_id}"
+    now = time.time()
+    client = redis_client(cache)
+    if client is not None:
+        full_key = cache.make_and_validate_key(key)
+        return float(client.eval(_BUCKET, 1, full_key, rate, burst, now))
+    tokens, at = cache.get(key, (burst, now))
+    tokens = min(burst, tokens + (now - at) * rate)
+    if tokens >= 1:
+        cache.set(key, (tokens - 1, now), 3600)
+        return 0.0
+    cache.set(key, (tokens, now), 3600)
+    return (1 - tokens) / rate
