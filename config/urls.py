@@ -1,8 +1,9 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from config.api.exceptions import error_json_response
+from config.api.exceptions import error_json_response, route_not_found_response
 from config.views import ConfigView, HealthView
 from core.errors import ErrorCode
 
@@ -25,8 +26,11 @@ urlpatterns = [
 ]
 
 
+# Exempt from the CSRF check: an unknown route has nothing to protect, and its answer must be the JSON 404 whatever
+# the method (a POST would otherwise get Django's HTML "CSRF verification failed" page).
+@csrf_exempt
 def route_not_found(request, *args, **kwargs):
-    return error_json_response(404, ErrorCode.RESOURCE_NOT_FOUND, f"Route {request.method} {request.path} not found")
+    return route_not_found_response(request)
 
 
 # Last: an unknown route answers with the envelope whatever DEBUG is.
@@ -47,3 +51,8 @@ def handler400(request, exception=None):
 
 def handler403(request, exception=None):
     return error_json_response(403, ErrorCode.FORBIDDEN, "Forbidden")
+
+
+def csrf_failure(request, reason=""):
+    """CSRF_FAILURE_VIEW: a cookie-authenticated unsafe request without a valid CSRF token."""
+    return error_json_response(403, ErrorCode.CSRF_FAILED, f"CSRF verification failed: {reason}".rstrip(": "))

@@ -77,6 +77,8 @@ def _broker() -> None:
 
 
 class HealthView(PublicApiView):
+    rate_limited = False
+
     @extend_schema(
         summary="Database, cache and broker status",
         responses={

@@ -17,12 +17,4 @@ def production_settings(app_configs, **kwargs):
                 id="herald.W001",
             )
         )
-    if not settings.SECRET_KEY_FROM_ENV:
-        problems.append(
-            Warning(
-                "SECRET_KEY is generated under var/: every host of a cluster must share one stable secret.",
-                hint="Set SECRET_KEY in the environment.",
-                id="herald.W002",
-            )
-        )
     return problems

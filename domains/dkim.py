@@ -1,7 +1,8 @@
 """DKIM keys of sender domains: generation, encryption at rest, the published record, and signing.
 
-The private key is stored encrypted with Fernet under a key derived from `SECRET_KEY` by HKDF (a key used only for
-this purpose). Keys encrypted under a former secret still decrypt while it is listed in `SECRET_KEY_FALLBACKS`.
+The private key is stored encrypted with Fernet under a key derived by HKDF (a key used only for this purpose) from
+`FIELD_ENCRYPTION_KEY` when it is set, else from `SECRET_KEY`. Keys encrypted under a former secret still decrypt
+while it is listed in `FIELD_ENCRYPTION_KEY_FALLBACKS` or `SECRET_KEY_FALLBACKS`.
 """
 
 import base64
@@ -78,8 +79,18 @@ def _fernet(secret: str, fallbacks: tuple[str, ...]) -> MultiFernet:
     return MultiFernet([_fernet_for(secret), *(_fernet_for(old) for old in fallbacks)])
 
 
+def _secrets() -> tuple[str, tuple[str, ...]]:
+    """The secret that encrypts new keys, then every secret that may have encrypted an older one: a dedicated
+    FIELD_ENCRYPTION_KEY (and its fallbacks) when set, so that rotating SECRET_KEY never touches DKIM keys, then
+    SECRET_KEY and its fallbacks (keys stored before FIELD_ENCRYPTION_KEY was set)."""
+    django_secrets = (settings.SECRET_KEY, *settings.SECRET_KEY_FALLBACKS)
+    if settings.FIELD_ENCRYPTION_KEY:
+        return settings.FIELD_ENCRYPTION_KEY, (*settings.FIELD_ENCRYPTION_KEY_FALLBACKS, *django_secrets)
+    return django_secrets[0], django_secrets[1:]
+
+
 def _cipher() -> MultiFernet:
-    return _fernet(settings.SECRET_KEY, tuple(getattr(settings, "SECRET_KEY_FALLBACKS", ())))
+    return _fernet(*_secrets())
 
 
 def new_selector() -> str:
@@ -100,7 +111,7 @@ def generate_key_pair() -> tuple[str, str]:
 
 
 def decrypt_private_key(token: str) -> bytes:
-    return _decrypt(token, settings.SECRET_KEY, tuple(getattr(settings, "SECRET_KEY_FALLBACKS", ())))
+    return _decrypt(token, *_secrets())
 
 
 @lru_cache(maxsize=256)

@@ -50,6 +50,29 @@ def error_json_response(status: int, code: str, message: str) -> JsonResponse:
     return JsonResponse(envelope(status=status, code=code, message=message), status=status)
 
 
+def route_not_found_response(request) -> JsonResponse:
+    return error_json_response(404, ErrorCode.RESOURCE_NOT_FOUND, f"Route {request.method} {request.path} not found")
+
+
+class MethodNotAllowedEnvelopeMiddleware:
+    """Django's function views answer a wrong method with an empty HTML 405 (`require_http_methods`); the API's
+    answer is the error envelope, with the same `Allow` header."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if response.status_code != 405 or response.get("Content-Type", "").startswith("application/json"):
+            return response
+        allowed = response.get("Allow", "")
+        message = f'Method "{request.method}" not allowed' + (f" (allowed: {allowed})" if allowed else "")
+        envelope = error_json_response(405, ErrorCode.METHOD_NOT_ALLOWED, message)
+        if allowed:
+            envelope["Allow"] = allowed
+        return envelope
+
+
 _DRF_STATUS_CODES = {
     drf.NotAuthenticated: (401, ErrorCode.MISSING_AUTH),
     drf.AuthenticationFailed: (401, ErrorCode.UNAUTHORIZED),

@@ -9,6 +9,7 @@ import secrets
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 VAR_DIR = BASE_DIR / "var"
@@ -28,8 +29,22 @@ def _dev_secret_key() -> str:
 
 
 DEBUG = env.bool("DEBUG", default=False)
-SECRET_KEY = env.str("SECRET_KEY", default="") or _dev_secret_key()
-SECRET_KEY_FROM_ENV = bool(env.str("SECRET_KEY", default=""))
+# SECRET_KEY signs the links in every email sent (unsubscribe, tracking) and, unless FIELD_ENCRYPTION_KEY is set,
+# encrypts the DKIM keys: every process of an installation must share it, and losing it breaks both. A development
+# install invents one under var/; anything else must be given one.
+SECRET_KEY = env.str("SECRET_KEY", default="")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set. Set it to a long random value shared by every web process and worker "
+            "(python -c 'import secrets; print(secrets.token_urlsafe(50))'), or set DEBUG=true for development."
+        )
+    SECRET_KEY = _dev_secret_key()
+# Rotation: put the old key here and a new one in SECRET_KEY; links and keys made under the old one keep working.
+SECRET_KEY_FALLBACKS = env.list("SECRET_KEY_FALLBACKS", default=[])
+# Optional: a separate secret for DKIM private keys at rest, so that rotating SECRET_KEY never touches them.
+FIELD_ENCRYPTION_KEY = env.str("FIELD_ENCRYPTION_KEY", default="")
+FIELD_ENCRYPTION_KEY_FALLBACKS = env.list("FIELD_ENCRYPTION_KEY_FALLBACKS", default=[])
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 ENVIRONMENT = env.str("ENVIRONMENT", default="development" if DEBUG else "production")
@@ -50,6 +65,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_celery_beat",
     "corsheaders",
+    "axes",
     "accounts",
     "contacts",
     "messaging",
@@ -71,6 +87,10 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "config.api.exceptions.MethodNotAllowedEnvelopeMiddleware",
+    "config.operators.OperatorHostMiddleware",
+    # Last: it turns a locked-out admin login into its lockout answer.
+    "axes.middleware.AxesMiddleware",
 ]
 
 # Cross-origin calls: only /v1/track, the endpoint of the public key, which is published in web pages by design and
@@ -242,6 +262,32 @@ SESSION_COOKIE_SAMESITE = "Lax"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if TRUSTED_PROXY_COUNT else None
+CSRF_FAILURE_VIEW = "config.urls.csrf_failure"
+# Behind a TLS-terminating proxy (TRUSTED_PROXY_COUNT) with an https PUBLIC_URL, plain-http requests are redirected
+# to https and browsers are told to use https only (HSTS); each can be set explicitly.
+_BEHIND_HTTPS = bool(TRUSTED_PROXY_COUNT) and PUBLIC_URL.startswith("https://") and not DEBUG
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=_BEHIND_HTTPS)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=365 * 24 * 3600 if _BEHIND_HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=_BEHIND_HTTPS)
+# Joining the browsers' preload list is a commitment for the whole registrable domain: an operator opts in.
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
+# A load balancer's health probe may come over plain http from inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^health$"]
+# Operators' pages (/admin/) answer only on this host when it is set (e.g. an internal name); elsewhere they are 404.
+ADMIN_HOST = env.str("ADMIN_HOST", default="").lower()
+
+# Admin logins: a user name is locked out from an address after this many failures, for this many minutes
+# (django-axes; the API's keys are not passwords and are rate-limited per project instead).
+AUTHENTICATION_BACKENDS = ["accounts.backends.LoginThrottleBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env.int("ADMIN_LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = env.int("ADMIN_LOGIN_LOCKOUT_MINUTES", default=15) / 60
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# The admin form names its field `username` (axes would look for the user model's `email`).
+AXES_USERNAME_FORM_FIELD = "username"
+AXES_CLIENT_IP_CALLABLE = "config.api.ratelimit.client_address"
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -7,6 +7,9 @@ test database by name (tests/conftest fixtures).
 
 import os
 
+# Production settings refuse to start without a secret; the suite and the processes it starts share this one.
+os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production-0123456789-abcdefghij")
+
 from .base import *  # noqa: F403
 from .base import CELERY_BROKER_URL, DATABASES, VAR_DIR, env, filesystem_broker_options
 

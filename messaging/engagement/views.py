@@ -13,6 +13,7 @@ from django.core import signing
 from django.http import HttpResponse, HttpResponseNotFound, HttpResponseRedirect
 from django.shortcuts import render
 from django.utils.encoding import iri_to_uri
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 
 from messaging.engagement.hits import tracking_hit
@@ -43,6 +44,8 @@ def tracking_hit_answer(kind: str, token: str) -> str | None:
     return iri_to_uri(target)
 
 
+# Token-authenticated links opened by mail clients: no cookie to protect, and a wrong method gets the 405 envelope.
+@csrf_exempt
 @require_GET
 def open_pixel(request, token: str) -> HttpResponse:
     if tracking_hit_answer("open", token) is None:
@@ -50,6 +53,7 @@ def open_pixel(request, token: str) -> HttpResponse:
     return HttpResponse(PIXEL, content_type="image/gif", headers=NO_CACHE)
 
 
+@csrf_exempt
 @require_GET
 def click_redirect(request, token: str) -> HttpResponse:
     target = tracking_hit_answer("click", token)

@@ -1,0 +1,22 @@
+"""Where operators' pages answer."""
+
+from django.conf import settings
+from django.http.request import split_domain_port
+
+from config.api.exceptions import route_not_found_response
+
+
+class OperatorHostMiddleware:
+    """With ADMIN_HOST set, /admin/ answers only on that host (an internal name behind its own access rules), and
+    is an unknown route everywhere else, so the public host does not even show the login page."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        admin_host = settings.ADMIN_HOST
+        if admin_host and request.path_info.startswith("/admin/"):
+            host, _ = split_domain_port(request.get_host())
+            if host != admin_host:
+                return route_not_found_response(request)
+        return self.get_response(request)
