@@ -103,7 +103,7 @@ def gunicorn_server(workers: int = 1, **env):
 
 def _responds(base: str) -> bool:
     try:
-        return httpx.get(f"{base}/config", timeout=1).status_code == 200
+        return httpx.get(f"{base}/health", timeout=1).status_code == 200
     except httpx.HTTPError:
         return False
 
