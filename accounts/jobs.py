@@ -1,54 +1,126 @@
 """Queued bulk work with progress: each kind of job implements only `run(job, report)`.
 
-`job_run` marks the job PROCESSING, calls `run`, and records COMPLETED with its result or FAILED with the error,
-so every job shows its state the same way in the API (`jobId` polling) and in the admin.
+`job_run` claims the job, calls `run`, and records COMPLETED with its result or FAILED with the error, so every
+job shows its state the same way in the API (`jobId` polling) and in the admin.
+
+A job survives the loss of its worker (SIGKILL, a lost host) and of its broker message:
+1. The worker holds a lease (`heartbeat_at`), renewed by every `report`; `run` reports at least once per step of
+   bounded length (an import's batch).
+2. `jobs_requeue_stalled` (celery-beat, every minute) publishes again every job whose lease expired and every job
+   still PENDING after `JOB_PUBLISH_GRACE_SECONDS` (its message was lost, or its publish failed after the commit).
+3. The next worker to claim it resumes from the checkpoint that `run` reported in the same transaction as the work
+   it describes, so no step is done twice and none is skipped. After `JOB_MAX_ATTEMPTS` claims the job fails.
 """
 
 import logging
 from collections.abc import Callable
+from datetime import timedelta
 
+from django.conf import settings
+from django.db.models import F, Q
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.models import Job, Project
 from core.time import iso
 
 logger = logging.getLogger(__name__)
-Report = Callable[[int, dict], None]
+# report(progress, result, checkpoint=None): progress 0-100, the partial result, and where to resume.
+Report = Callable[..., None]
+# job type -> a function that publishes the job's task for a job id (registered by the app that owns the type).
+_publishers: dict[str, Callable[[str], None]] = {}
+
+
+def register_job_task(job_type: str, publish: Callable[[str], None]) -> None:
+    _publishers[job_type] = publish
 
 
 def job_create(*, project: Project, type: str, params: dict | None = None) -> Job:
     return Job.objects.create(project=project, type=type, params=params or {})
 
 
-def job_report(job: Job, progress: int, result: dict) -> None:
+def job_report(job: Job, progress: int, result: dict, checkpoint: dict | None = None) -> None:
+    """Record progress and renew the lease; with a checkpoint, call it inside the transaction of the work done."""
     job.progress = max(0, min(100, progress))
     job.result = result
-    job.save(update_fields=["progress", "result"])
+    job.heartbeat_at = timezone.now()
+    fields = ["progress", "result", "heartbeat_at"]
+    if checkpoint is not None:
+        job.checkpoint = checkpoint
+        fields.append("checkpoint")
+    job.save(update_fields=fields)
+
+
+def _lease_expired_before():
+    return timezone.now() - timedelta(seconds=settings.JOB_LEASE_SECONDS)
+
+
+def _finish(job: Job, **values) -> Job:
+    for name, value in values.items():
+        setattr(job, name, value)
+    job.finished_at = timezone.now()
+    job.save(update_fields=[*values, "finished_at"])
+    return job
 
 
 def job_run(job_id, run: Callable[[Job, Report], dict]) -> Job | None:
-    """Run one job once: a job already past PENDING (a redelivered task) is left alone."""
-    claimed = Job.objects.filter(pk=job_id, status=Job.Status.PENDING).update(
-        status=Job.Status.PROCESSING, started_at=timezone.now()
+    """Run a job: claim it if it is PENDING or its worker's lease expired, and leave it alone if another worker
+    holds it (a redelivered task) or it has finished."""
+    now = timezone.now()
+    claimed = (
+        Job.objects.filter(pk=job_id)
+        .filter(
+            Q(status=Job.Status.PENDING) | Q(status=Job.Status.PROCESSING, heartbeat_at__lt=_lease_expired_before())
+        )
+        .update(
+            status=Job.Status.PROCESSING,
+            started_at=Coalesce("started_at", now),
+            heartbeat_at=now,
+            attempts=F("attempts") + 1,
+        )
     )
     if not claimed:
         return None
     job = Job.objects.get(pk=job_id)
+    if job.attempts > settings.JOB_MAX_ATTEMPTS:
+        logger.error("Job %s (%s) lost its worker %s times; failing it", job.id, job.type, job.attempts - 1)
+        return _finish(
+            job,
+            status=Job.Status.FAILED,
+            error=f"Stopped after {job.attempts - 1} attempts: its worker was lost each time",
+        )
+    if job.attempts > 1:
+        logger.warning(
+            "Job %s (%s) taken over (attempt %s), resuming at %s", job.id, job.type, job.attempts, job.checkpoint
+        )
     try:
-        result = run(job, lambda progress, partial: job_report(job, progress, partial))
+        result = run(job, lambda progress, partial, checkpoint=None: job_report(job, progress, partial, checkpoint))
     except Exception as exc:
         logger.exception("Job %s (%s) failed", job.id, job.type)
-        job.status = Job.Status.FAILED
-        job.error = str(exc)[:2000]
-        job.finished_at = timezone.now()
-        job.save(update_fields=["status", "error", "finished_at"])
+        _finish(job, status=Job.Status.FAILED, error=str(exc)[:2000])
         raise
-    job.status = Job.Status.COMPLETED
-    job.progress = 100
-    job.result = result
-    job.finished_at = timezone.now()
-    job.save(update_fields=["status", "progress", "result", "finished_at"])
-    return job
+    return _finish(job, status=Job.Status.COMPLETED, progress=100, result=result)
+
+
+def jobs_requeue_stalled(*, limit: int = 100) -> int:
+    """Publish again the jobs whose worker was lost (lease expired) or whose message never arrived (PENDING past
+    the grace period). A job already running elsewhere ignores the extra message (the claim)."""
+    stale_pending = timezone.now() - timedelta(seconds=settings.JOB_PUBLISH_GRACE_SECONDS)
+    stalled = Job.objects.filter(
+        Q(status=Job.Status.PENDING, created_at__lt=stale_pending)
+        | Q(status=Job.Status.PROCESSING, heartbeat_at__lt=_lease_expired_before())
+    ).values_list("id", "type")[:limit]
+    published = 0
+    for job_id, job_type in stalled:
+        publish = _publishers.get(job_type)
+        if publish is None:
+            logger.error("Job %s has type %s, which no app registered a task for", job_id, job_type)
+            continue
+        publish(str(job_id))
+        published += 1
+    if published:
+        logger.warning("Re-queued %s stalled jobs", published)
+    return published
 
 
 def job_json(job: Job) -> dict:

@@ -131,9 +131,23 @@ class Job(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The lease of the worker running it, renewed with every reported step; a job whose lease expired lost its
+    # worker and is taken over (accounts.jobs).
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    # Where a taken-over job resumes: written in the same transaction as the work it describes.
+    checkpoint = models.JSONField(default=dict, blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["project", "-created_at"], name="job_project_created")]
+        indexes = [
+            models.Index(fields=["project", "-created_at"], name="job_project_created"),
+            # The sweeper's scan: unfinished jobs only.
+            models.Index(
+                fields=["status", "heartbeat_at"],
+                name="job_unfinished",
+                condition=models.Q(status__in=["PENDING", "PROCESSING"]),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.type} {self.id}"

@@ -1,9 +1,12 @@
-"""Where operators' pages answer."""
+"""Where operators' pages answer, and who is logging in to them."""
+
+import ipaddress
 
 from django.conf import settings
 from django.http.request import split_domain_port
 
 from config.api.exceptions import route_not_found_response
+from config.api.ratelimit import client_address
 
 
 class OperatorHostMiddleware:
@@ -20,3 +23,14 @@ class OperatorHostMiddleware:
             if host != admin_host:
                 return route_not_found_response(request)
         return self.get_response(request)
+
+
+def login_client_address(request) -> str | None:
+    """The address admin login lockouts are counted against (django-axes): the API's client address, or None for
+    a request without one (a test client's login, a management shell), which is then not counted per address."""
+    address = client_address(request)
+    try:
+        ipaddress.ip_address(address)
+    except ValueError:
+        return None
+    return address

@@ -10,6 +10,13 @@ BEAT_SCHEDULE = {
         "schedule": timedelta(hours=1),
         "options": {"expires": 30 * 60},
     },
+    # Jobs (imports, bulk changes) whose worker died or whose message was lost are published again; the next
+    # worker resumes them from their checkpoint.
+    "requeue-stalled-jobs": {
+        "task": "accounts.tasks.requeue_stalled_jobs_task",
+        "schedule": timedelta(minutes=1),
+        "options": {"expires": 50},
+    },
     # Domains: owners wait for pending domains to verify after publishing records (the spec's 5-minute check),
     # and verified domains are re-checked now and then so a removed DKIM record is noticed. The run only queues
     # bounded per-domain checks; a run left in the queue past the next one is useless.

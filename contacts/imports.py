@@ -5,13 +5,17 @@ case-insensitively), every other column a data key (header trimmed, case kept) w
 booleans, integers without leading zeros and plain decimals numbers, anything else a string; empty cells ignored.
 UTF-8 with or without BOM; comma or semicolon, whichever the header uses more. A bad row is reported with its row
 number (the header is row 1) and never aborts the import.
+
+An import survives the loss of its worker: each batch commits together with the job's checkpoint (the last record
+it covers and the totals so far), and a worker that takes the job over (accounts.jobs) reads the file again from
+the start, skipping what the checkpoint covers. Parsing is deterministic, so the rows it skips are the ones done.
 """
 
 import csv
 import io
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from django.conf import settings
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -123,6 +127,13 @@ class _Row:
     data: dict
 
 
+@dataclass(frozen=True)
+class _Failure:
+    number: int
+    email: str | None
+    error: str
+
+
 @dataclass
 class _Totals:
     total: int = 0
@@ -132,10 +143,19 @@ class _Totals:
     failed: int = 0
     errors: list = field(default_factory=list)
 
-    def fail(self, row: int, email: str | None, error: str) -> None:
+    def fail(self, failure: _Failure) -> None:
         self.failed += 1
         if len(self.errors) < MAX_ERRORS:
-            self.errors.append({"row": row, "email": email or None, "error": error})
+            self.errors.append({"row": failure.number, "email": failure.email or None, "error": failure.error})
+
+    def plus(self, created: int, updated: int, unchanged: int) -> "_Totals":
+        return replace(
+            self,
+            created=self.created + created,
+            updated=self.updated + updated,
+            unchanged=self.unchanged + unchanged,
+            errors=list(self.errors),
+        )
 
     def result(self) -> dict:
         return {
@@ -149,20 +169,20 @@ class _Totals:
         }
 
 
-def _apply_batch(project: Project, rows: list[_Row], totals: _Totals) -> None:
-    """Upsert one batch: one SELECT, one INSERT, one UPDATE, and one UPDATE + INSERT per subscription direction."""
+def _apply_batch(project: Project, rows: list[_Row], totals: _Totals, checkpoint) -> _Totals:
+    """Upsert one batch (one SELECT, one INSERT, one UPDATE, and one UPDATE + INSERT per subscription direction) and
+    record the checkpoint after it in the same transaction; returns the totals including it."""
     for attempt in range(2):
         try:
             with transaction.atomic():
-                counts = _upsert_rows(project, rows)
-            break
+                after = totals.plus(*_upsert_rows(project, rows))
+                checkpoint(after)
+            return after
         except IntegrityError:
             # A contact of this batch was created concurrently (by /v1/track): run the batch again as updates.
             if attempt:
                 raise
-    totals.created += counts[0]
-    totals.updated += counts[1]
-    totals.unchanged += counts[2]
+    raise AssertionError("unreachable")
 
 
 def _upsert_rows(project: Project, rows: list[_Row]) -> tuple[int, int, int]:
@@ -228,40 +248,33 @@ def _records(reader):
         yield number, cells
 
 
-def _run_import(job: Job, report) -> dict:
-    upload = ImportUpload.objects.get(job=job)
-    content = bytes(upload.content)
-    project = job.project
-    layout = inspect_csv(content)
-    estimated_rows = max(1, content.count(b"\n"))
-    batch_size = settings.CONTACT_IMPORT_BATCH_SIZE
+def _parsed(content: bytes, layout: CsvLayout):
+    """Every non-blank record of the file in order, as a `_Row` to upsert or a `_Failure` to report."""
     stream = io.TextIOWrapper(io.BytesIO(content), encoding="utf-8-sig", newline="")
     reader = csv.reader(stream, delimiter=layout.delimiter)
     next(reader)  # the header, already inspected
-    totals, seen, batch = _Totals(), set(), []
+    seen = set()
     for number, cells in _records(reader):
         if cells is None:
-            totals.total += 1
-            totals.fail(number, None, "Malformed row (a cell is larger than 128 KB or quoting is broken)")
+            yield _Failure(number, None, "Malformed row (a cell is larger than 128 KB or quoting is broken)")
             continue
         if not any(cell.strip() for cell in cells):
             continue
-        totals.total += 1
         raw_email = cells[layout.email_index].strip() if layout.email_index < len(cells) else ""
         email = normalize_email(raw_email)
         try:
             validate_email(email)
         except DjangoValidationError:
-            totals.fail(number, raw_email, "Invalid email" if raw_email else "Missing email")
+            yield _Failure(number, raw_email, "Invalid email" if raw_email else "Missing email")
             continue
         if email in seen:
-            totals.fail(number, email, "Duplicate email in file")
+            yield _Failure(number, email, "Duplicate email in file")
             continue
         subscribed, ok = None, True
         if layout.subscribed_index is not None and layout.subscribed_index < len(cells):
             subscribed, ok = _parse_subscribed(cells[layout.subscribed_index])
         if not ok:
-            totals.fail(number, email, "Invalid subscribed value (use true/false, 1/0 or yes/no)")
+            yield _Failure(number, email, "Invalid subscribed value (use true/false, 1/0 or yes/no)")
             continue
         seen.add(email)
         data = {}
@@ -269,20 +282,58 @@ def _run_import(job: Job, report) -> dict:
             if index < len(cells) and (value := cells[index].strip()):
                 data[key] = typed_cell(value)
         if len(json.dumps(data, ensure_ascii=False)) > MAX_DATA_BYTES:
-            totals.fail(number, email, f"Row data is larger than {MAX_DATA_BYTES // 1024} KB")
+            yield _Failure(number, email, f"Row data is larger than {MAX_DATA_BYTES // 1024} KB")
             continue
-        batch.append(_Row(number, email, subscribed, data))
+        yield _Row(number, email, subscribed, data)
+
+
+def _run_import(job: Job, report) -> dict:
+    upload = ImportUpload.objects.get(job=job)
+    content = bytes(upload.content)
+    project = job.project
+    layout = inspect_csv(content)
+    estimated_rows = max(1, content.count(b"\n"))
+    batch_size = settings.CONTACT_IMPORT_BATCH_SIZE
+    # A job taken over from a lost worker resumes after the last record its committed batches covered.
+    done = job.checkpoint.get("record", 1)
+    totals = _Totals(**job.checkpoint["totals"]) if "totals" in job.checkpoint else _Totals()
+    batch = []
+
+    def commit(rows: list[_Row]) -> _Totals:
+        last = rows[-1].number
+        return _apply_batch(
+            project,
+            rows,
+            totals,
+            lambda after: report(
+                min(99, after.total * 100 // estimated_rows),
+                after.result(),
+                checkpoint={"record": last, "totals": asdict(after)},
+            ),
+        )
+
+    for item in _parsed(content, layout):
+        if item.number <= done:
+            continue
+        totals.total += 1
+        if isinstance(item, _Failure):
+            totals.fail(item)
+            continue
+        batch.append(item)
         if len(batch) >= batch_size:
-            _apply_batch(project, batch, totals)
-            batch = []
-            report(min(99, totals.total * 100 // estimated_rows), totals.result())
+            totals, batch = commit(batch), []
     if batch:
-        _apply_batch(project, batch, totals)
+        totals = commit(batch)
     return totals.result()
 
 
 def contact_import_run(*, job_id) -> Job | None:
     try:
-        return job_run(job_id, _run_import)
-    finally:
+        job = job_run(job_id, _run_import)
+    except Exception:
+        ImportUpload.objects.filter(job_id=job_id).delete()  # the job failed
+        raise
+    # Kept while the job may still be resumed: a task that found the job running elsewhere (None) leaves it.
+    if job is not None:
         ImportUpload.objects.filter(job_id=job_id).delete()
+    return job

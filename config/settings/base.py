@@ -285,7 +285,7 @@ AXES_COOLOFF_TIME = env.int("ADMIN_LOGIN_LOCKOUT_MINUTES", default=15) / 60
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 # The admin form names its field `username` (axes would look for the user model's `email`).
 AXES_USERNAME_FORM_FIELD = "username"
-AXES_CLIENT_IP_CALLABLE = "config.api.ratelimit.client_address"
+AXES_CLIENT_IP_CALLABLE = "config.operators.login_client_address"
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
 
@@ -356,6 +356,12 @@ DOMAINS_VERIFIED_RECHECK_MINUTES = env.int("DOMAINS_VERIFIED_RECHECK_MINUTES", d
 DOMAINS_DKIM_MISSES_BEFORE_PENDING = env.int("DOMAINS_DKIM_MISSES_BEFORE_PENDING", default=3)
 # How long a process trusts that a sender host is on a verified domain (domains.authorized); 0 asks every time.
 DOMAINS_SENDER_MEMORY_SECONDS = env.int("DOMAINS_SENDER_MEMORY_SECONDS", default=10)
+
+# Jobs: a worker renews its lease with every step (an import batch); a job whose lease is this old lost its worker
+# and is taken over. A PENDING job this old lost its message. A job is failed after this many takeovers.
+JOB_LEASE_SECONDS = env.int("JOB_LEASE_SECONDS", default=120)
+JOB_PUBLISH_GRACE_SECONDS = env.int("JOB_PUBLISH_GRACE_SECONDS", default=120)
+JOB_MAX_ATTEMPTS = env.int("JOB_MAX_ATTEMPTS", default=3)
 
 # Contacts
 CONTACT_IMPORT_MAX_BYTES = env.int("CONTACT_IMPORT_MAX_BYTES", default=5 * 1024 * 1024)

@@ -60,7 +60,9 @@ def _stop(process: subprocess.Popen) -> None:
 
 
 @contextmanager
-def celery_worker(concurrency: int = 2, **env):
+def celery_worker(concurrency: int = 2, pool: str = "prefork", **env):
+    """A worker on the test database; `pool="solo"` runs tasks in the worker process itself, so killing that one
+    process kills the task where it stands."""
     process = subprocess.Popen(
         [
             str(BIN / "celery"),
@@ -71,6 +73,8 @@ def celery_worker(concurrency: int = 2, **env):
             "WARNING",
             "--concurrency",
             str(concurrency),
+            "--pool",
+            pool,
             "--without-gossip",
             "--without-mingle",
             "--without-heartbeat",
