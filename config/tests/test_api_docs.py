@@ -351,3 +351,9 @@ def test_relative_links_point_at_files(document):
         if not linked.exists() or (anchor and linked.suffix == ".md" and anchor not in anchors(linked)):
             broken.append(target)
     assert not broken, f"{document.relative_to(ROOT)} links to missing files or headings: {broken}"
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(ROOT)))
+def test_documents_name_no_file_outside_the_repository(document):
+    outside = re.findall(r"decisions\.md|interface\.md|shared/spec", document.read_text())
+    assert not outside, f"{document.relative_to(ROOT)} refers to {outside}: state the rule here instead"
