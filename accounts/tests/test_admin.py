@@ -2,17 +2,10 @@ import pytest
 from django.contrib.messages import get_messages
 
 from accounts.keys import hash_key
-from accounts.models import Project, User
+from accounts.models import Project
 from conftest import client_with
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def admin_client(client):
-    User.objects.create_superuser("root@example.test", "pw-for-admin")
-    client.login(email="root@example.test", password="pw-for-admin")
-    return client
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,6 @@ from celery.signals import task_prerun
 from django.contrib.messages import get_messages
 from django.utils import timezone
 
-from accounts.models import User
 from contacts.models import Contact, Event
 from messaging.models import Email, EmailType
 from messaging.sending.delivery import emails_sweep
@@ -39,13 +38,6 @@ def test_a_test_email_is_rendered_with_sample_data_and_marked_as_test(
     email.refresh_from_db()
     assert (email.source, email.status, email.contact_id) == ("test", "SENT", None)
     assert not Contact.objects.exists() and not Event.objects.exists()
-
-
-@pytest.fixture
-def admin_client(client):
-    User.objects.create_superuser("root@example.test", "pw")
-    client.login(email="root@example.test", password="pw")
-    return client
 
 
 def test_admin_lists_and_previews_emails(admin_client, send, smtp_sink):
