@@ -1,4 +1,6 @@
-"""Shared test personas: `project` and `other_project`, each with an owner and both keys, and API clients."""
+"""Shared test personas: `project` and `other_project`, each with an owner and both keys, and API clients.
+
+Admin pages are tested with pytest-django's `admin_client` (a test client logged in as a superuser)."""
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass

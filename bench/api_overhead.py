@@ -11,12 +11,11 @@ The rate limit stays on (it is part of the overhead) but is raised so that it do
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.serve import bench_env, fresh_database, gunicorn, machine, setup_project, wrk
+from bench.serve import bench_env, fresh_database, gunicorn, machine, setup_project, wrk, wrk_medians
 
 
 def main() -> None:
@@ -51,9 +50,7 @@ def main() -> None:
         "connections": args.connections,
         "gunicorn": f"{args.workers} workers x {args.threads} threads",
         "machine": machine(),
-        "median_requests_per_second": statistics.median(run["requests_per_second"] for run in runs),
-        "median_p50_ms": statistics.median(run["p50_ms"] for run in runs),
-        "median_p99_ms": statistics.median(run["p99_ms"] for run in runs),
+        **wrk_medians(runs),
         "runs": runs,
     }
     print(json.dumps(summary, indent=2))

@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from serve import BIN, PG, REDIS, ROOT, bench_env, fresh_database, gunicorn, machine, setup_project, wrk
+from serve import BIN, PG, REDIS, ROOT, bench_env, fresh_database, gunicorn, machine, setup_project, wrk, wrk_medians
 
 TRACK_LUA = """
 math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16))
@@ -81,9 +81,7 @@ def bench_track(args) -> dict:
         "connections": args.connections,
         "gunicorn": f"{args.workers} workers x {args.threads} threads",
         "machine": machine(),
-        "median_requests_per_second": statistics.median(r["requests_per_second"] for r in runs),
-        "median_p50_ms": statistics.median(r["p50_ms"] for r in runs),
-        "median_p99_ms": statistics.median(r["p99_ms"] for r in runs),
+        **wrk_medians(runs),
         "runs": runs,
     }
 

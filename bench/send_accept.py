@@ -8,7 +8,6 @@ the hand-over. At the end it checks that every stored email is waiting for deliv
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ from pathlib import Path
 import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.serve import bench_env, fresh_database, gunicorn, machine, setup_project, wrk
+from bench.serve import bench_env, fresh_database, gunicorn, machine, setup_project, wrk, wrk_medians
 
 
 def psql(env: dict, sql: str) -> str:
@@ -83,9 +82,7 @@ def main() -> None:
                 "connections": args.connections,
                 "gunicorn": f"{args.workers} workers x {args.threads} threads",
                 "machine": machine(),
-                "median_requests_per_second": statistics.median(r["requests_per_second"] for r in runs),
-                "median_p50_ms": statistics.median(r["p50_ms"] for r in runs),
-                "median_p99_ms": statistics.median(r["p99_ms"] for r in runs),
+                **wrk_medians(runs),
                 "runs": runs,
                 "emails_stored": stored,
                 "emails_waiting_for_delivery": len(waiting),

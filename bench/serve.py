@@ -7,6 +7,7 @@ PostgreSQL and Redis share its cores, so figures are for the whole stack on one 
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -150,6 +151,15 @@ def parse_wrk(out: str) -> dict:
         "p99_ms": _ms(latency["99"]),
         "non_2xx": int(non_2xx.group(1)) if non_2xx else 0,
         "socket_errors": errors.group(1) if errors else None,
+    }
+
+
+def wrk_medians(runs: list[dict]) -> dict:
+    """The medians of several wrk runs: requests/s and the p50 and p99 latencies (ms)."""
+    return {
+        "median_requests_per_second": statistics.median(run["requests_per_second"] for run in runs),
+        "median_p50_ms": statistics.median(run["p50_ms"] for run in runs),
+        "median_p99_ms": statistics.median(run["p99_ms"] for run in runs),
     }
 
 

@@ -9,7 +9,6 @@ long that took.
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
@@ -17,7 +16,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.serve import bench_env, fresh_database, gunicorn, machine, setup_project, wrk
+from bench.serve import bench_env, fresh_database, gunicorn, machine, setup_project, wrk, wrk_medians
 
 REQUEST_LUA = """
 paths = {PATHS}
@@ -71,9 +70,7 @@ def run(base: str, key: str, paths: list[str], seconds: int, runs: int, connecti
     results = [wrk(base + "/", key=key, connections=connections, seconds=seconds, request_lua=lua) for _ in range(runs)]
     return {
         "answered": warm_up["requests"] + sum(r["requests"] for r in results),
-        "median_requests_per_second": statistics.median(r["requests_per_second"] for r in results),
-        "median_p50_ms": statistics.median(r["p50_ms"] for r in results),
-        "median_p99_ms": statistics.median(r["p99_ms"] for r in results),
+        **wrk_medians(results),
         "runs": results,
     }
 

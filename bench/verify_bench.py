@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from serve import REDIS, bench_env, fresh_database, gunicorn, machine, setup_project, wrk
+from serve import REDIS, bench_env, fresh_database, gunicorn, machine, setup_project, wrk, wrk_medians
 
 from domains.tests.dnsserver import DnsServer
 
@@ -97,9 +97,7 @@ def main() -> None:
         "machine": machine(),
         "dns_queries_during_warmup": queries_after_warmup,
         "dns_queries_during_runs": dns_queries_during_runs,
-        "median_requests_per_second": statistics.median(run["requests_per_second"] for run in runs),
-        "median_p50_ms": statistics.median(run["p50_ms"] for run in runs),
-        "median_p99_ms": statistics.median(run["p99_ms"] for run in runs),
+        **wrk_medians(runs),
         "floor_median_requests_per_second": statistics.median(run["requests_per_second"] for run in floor_runs),
         "ratio_to_floor_per_run": [
             round(run["requests_per_second"] / floor["requests_per_second"], 2)

@@ -1,4 +1,5 @@
-"""DKIM keys of sender domains: generation, encryption at rest, the published record, and signing.
+"""DKIM keys of sender domains: generation, encryption at rest, the published record, and signing (dkimpy, through
+`dkim_adapter`).
 
 The private key is stored encrypted with Fernet under a key derived by HKDF (a key used only for this purpose) from
 `FIELD_ENCRYPTION_KEY` when it is set, else from `SECRET_KEY`. Keys encrypted under a former secret still decrypt
@@ -10,48 +11,17 @@ import secrets
 import string
 from functools import lru_cache
 
-import dkim
 from cryptography.fernet import Fernet, MultiFernet
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import padding, rsa, utils
+from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
 
-from domains import dns
+from domains import dkim_adapter, dns
 
 KEY_SIZE = 2048
-_DIGESTS = {"sha256": hashes.SHA256, "sha1": hashes.SHA1}
 
 
-@lru_cache(maxsize=256)
-def _openssl_key(n: int, e: int, d: int, p: int, q: int, dmp1: int, dmq1: int, iqmp: int) -> rsa.RSAPrivateKey:
-    return rsa.RSAPrivateNumbers(p, q, d, dmp1, dmq1, iqmp, rsa.RSAPublicNumbers(e, n)).private_key()
-
-
-def _openssl_pkcs1_sign(digest, private_key: dict) -> bytes:
-    """dkimpy's RSASSA-PKCS1-v1_5 signature primitive, computed by OpenSSL."""
-    key = _openssl_key(
-        private_key["modulus"],
-        private_key["publicExponent"],
-        private_key["privateExponent"],
-        private_key["prime1"],
-        private_key["prime2"],
-        private_key["exponent1"],
-        private_key["exponent2"],
-        private_key["coefficient"],
-    )
-    algorithm = _DIGESTS[digest.name.lower()]()
-    return key.sign(digest.digest(), padding.PKCS1v15(), utils.Prehashed(algorithm))
-
-
-# dkimpy computes the RSA signature with Python integers: 5-10 ms per 2048-bit signature on this hardware, which
-# would cap delivery near 200 messages/s per core. The identical PKCS#1 v1.5 signature from OpenSSL takes 0.3 ms.
-# dkimpy still does everything else (canonicalisation, body and header hashes, the DKIM-Signature header), and
-# the tests verify every signature with dkimpy's own verifier.
-dkim.RSASSA_PKCS1_v1_5_sign = _openssl_pkcs1_sign
-# dkimpy also parses the PEM key (pure-Python ASN.1, 0.3 ms) on every signature; a sending domain signs thousands
-# of messages with the same key, so the parsed form is kept (dkimpy only reads it).
-dkim.parse_pem_private_key = lru_cache(maxsize=256)(dkim.parse_pem_private_key)
 _HKDF_INFO = b"herald/domains/dkim-private-key/v1"
 # Headers signed by default: those a recipient sees and that a replay attacker would want to change.
 SIGNED_HEADERS = (
@@ -117,7 +87,7 @@ def decrypt_private_key(token: str) -> bytes:
 @lru_cache(maxsize=256)
 def _decrypt(token: str, secret: str, fallbacks: tuple[str, ...]) -> bytes:
     # Fernet checks an HMAC and decrypts on every call (a sixth of dkimpy's time per signature); a domain signs
-    # thousands of messages with one key, and dkimpy's parsed form of it is kept in memory already (see above).
+    # thousands of messages with one key, and dkimpy's parsed form of it is kept in memory already (dkim_adapter).
     # Keyed by the secrets too, so a key that no longer decrypts under the current ones is not served from here.
     return _fernet(secret, fallbacks).decrypt(token.encode("ascii"))
 
@@ -148,43 +118,14 @@ def sign(*, message: bytes, selector: str, domain_name: str, private_key_encrypt
     Simple body canonicalisation (as Amazon SES and dkimpy's default): our bodies are quoted-printable with no
     trailing whitespace for a relay to alter, and relaxed body canonicalisation rewrites every run of spaces of the
     body, which cost more than the RSA signature itself."""
-    signer = dkim.DKIM(linesep=b"\r\n")
-    signer.headers, signer.body = _signed_parts(message)
-    present = {name.lower() for name, _ in signer.headers}
-    return signer.sign(
-        selector.encode("ascii"),
-        domain_name.encode("ascii"),
-        decrypt_private_key(private_key_encrypted),
+    return dkim_adapter.sign(
+        message,
+        selector=selector.encode("ascii"),
+        domain=domain_name.encode("ascii"),
+        private_key=decrypt_private_key(private_key_encrypted),
+        headers=SIGNED_HEADERS,
         canonicalize=(b"relaxed", b"simple"),
-        include_headers=[name for name in SIGNED_HEADERS if name in present] or [b"from"],
     )
-
-
-def _signed_parts(message: bytes) -> tuple[list[list[bytes]], bytes]:
-    """dkimpy's (headers, body) of `message`, keeping only the headers we sign.
-
-    dkimpy's own parser splits the whole message into lines and joins the body back (a third of its signing time
-    besides the RSA step), and then canonicalises every header although only the signed ones are hashed. For a
-    message with CRLF line ends only (all of ours) the head alone is split here, with the same result for the
-    headers kept; any other message goes through dkimpy's parser."""
-    head, separator, body = message.partition(b"\r\n\r\n")
-    if not separator or message.count(b"\n") != message.count(b"\r\n"):
-        headers, body = dkim.rfc822_parse(message)
-        return [h for h in headers if h[0].lower() in SIGNED_HEADERS], body
-    headers: list[list[bytes]] = []
-    keep = False
-    for line in head.split(b"\r\n"):
-        if line[:1] in (b" ", b"\t"):
-            if keep:
-                headers[-1][1] += line + b"\r\n"
-            continue
-        name, colon, value = line.partition(b":")
-        if not colon:
-            raise dkim.MessageFormatError(f"Unexpected characters in RFC822 header: {line!r}")
-        keep = name.lower() in SIGNED_HEADERS
-        if keep:
-            headers.append([name, value + b"\r\n"])
-    return headers, body
 
 
 def txt_lookup(name: bytes, timeout: int = 5) -> bytes | None:

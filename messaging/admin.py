@@ -12,7 +12,7 @@ from messaging.models import (
     Template,
     WebhookReceipt,
 )
-from messaging.tasks import deliver_emails_task
+from messaging.sending.services import emails_retry
 
 
 @admin.register(Template)
@@ -60,11 +60,8 @@ class EmailAdmin(admin.ModelAdmin):
 
     @admin.action(description="Queue the selected failed or queued emails again now")
     def retry_now(self, request, queryset):
-        ids = list(queryset.filter(status__in=[Email.Status.FAILED, Email.Status.QUEUED]).values_list("id", flat=True))
-        Email.objects.filter(id__in=ids).update(status=Email.Status.QUEUED, next_attempt_at=None, attempts=0)
-        for start in range(0, len(ids), 50):
-            deliver_emails_task.delay([str(i) for i in ids[start : start + 50]])
-        self.message_user(request, f"Queued {len(ids)} email(s)")
+        count = emails_retry(email_ids=list(queryset.values_list("id", flat=True)))
+        self.message_user(request, f"Queued {count} email(s)")
 
 
 @admin.register(AttachmentBundle)

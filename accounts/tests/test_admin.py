@@ -2,17 +2,10 @@ import pytest
 from django.contrib.messages import get_messages
 
 from accounts.keys import hash_key
-from accounts.models import Project, User
+from accounts.models import Project
 from conftest import client_with
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def admin_client(client):
-    User.objects.create_superuser("root@example.test", "pw-for-admin")
-    client.login(email="root@example.test", password="pw-for-admin")
-    return client
 
 
 @pytest.mark.parametrize(
@@ -30,15 +23,16 @@ def test_admin_lists_open(admin_client, project, url):
     assert admin_client.get(url).status_code == 200
 
 
-def test_disable_enable_and_regenerate_actions(admin_client, project):
+def test_disable_enable_and_regenerate_actions(admin_client, project, secret_client):
     url = "/admin/accounts/project/"
+    assert secret_client.get("/contacts").status_code == 200  # the key is known (and remembered) before the action
     admin_client.post(url, {"action": "disable_projects", "_selected_action": [project.id]})
-    assert client_with(project.keys.secret_key).get("/health").status_code == 200
-    stored = Project.objects.get(pk=project.id)
-    assert stored.disabled and stored.disabled_reason == "OPERATOR"
+    response = secret_client.get("/contacts")
+    assert response.status_code == 403 and response.json()["error"]["code"] == "PROJECT_DISABLED"
+    assert Project.objects.get(pk=project.id).disabled_reason == "OPERATOR"
 
     admin_client.post(url, {"action": "enable_projects", "_selected_action": [project.id]})
-    assert not Project.objects.get(pk=project.id).disabled
+    assert secret_client.get("/contacts").status_code == 200
 
     response = admin_client.post(url, {"action": "regenerate_keys", "_selected_action": [project.id]}, follow=True)
     shown = " ".join(str(message) for message in get_messages(response.wsgi_request))
@@ -46,4 +40,5 @@ def test_disable_enable_and_regenerate_actions(admin_client, project):
     assert stored.public_key in shown
     secret = next(word for word in shown.split() if word.startswith("sk_"))
     assert stored.secret_key_hash == hash_key(secret)
-    assert stored.secret_key_hash != hash_key(project.keys.secret_key)
+    assert secret_client.get("/contacts").json()["error"]["code"] == "UNAUTHORIZED"
+    assert client_with(secret).get("/contacts").status_code == 200

@@ -107,17 +107,8 @@ def offset_page(queryset: QuerySet, params, *, max_page_size: int = 100) -> Page
     return Page(rows=rows, page=page, page_size=page_size, total=total)
 
 
-def campaign_page_envelope(page: Page, serialize: Callable[[Any], dict]) -> dict:
-    return {
-        "data": [serialize(row) for row in page.rows],
-        "page": page.page,
-        "pageSize": page.page_size,
-        "total": page.total,
-        "totalPages": page.total_pages,
-    }
-
-
-def template_page_envelope(page: Page, serialize: Callable[[Any], dict]) -> dict:
+def numbered_page_envelope(page: Page, serialize: Callable[[Any], dict]) -> dict:
+    """`{data, total, page, pageSize, totalPages}`: the spec's envelope of every page-based list."""
     return {
         "data": [serialize(row) for row in page.rows],
         "total": page.total,

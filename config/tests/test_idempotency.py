@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from accounts.models import IdempotencyRecord, Job
 from accounts.services import idempotency_purge_expired
-from conftest import client_with
+from conftest import client_with, concurrently
 
 pytestmark = [pytest.mark.urls("config.tests.probe_urls")]
 
@@ -69,19 +69,7 @@ def test_an_expired_key_is_free_before_the_purge_and_the_purge_removes_it(projec
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_requests_with_one_key_do_the_work_once(project):
     key = project.keys.secret_key
-    results = []
-
-    def call():
-        try:
-            results.append(_post(client_with(key), "race", sleep=0.5).status_code)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=call) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    results = concurrently(lambda _: _post(client_with(key), "race", sleep=0.5).status_code, range(4), threads=4)
     assert sorted(results) == [200, 409, 409, 409]
     assert Job.objects.count() == 1
 

@@ -1,17 +1,9 @@
 import pytest
 
-from accounts.models import User
 from contacts.models import Contact, Event
 from contacts.tests.conftest import subscription_events
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def admin_client(client):
-    user = User.objects.create_superuser("root@example.com", "pw")
-    client.force_login(user)
-    return client
 
 
 def test_admin_lists_searches_and_shows_contacts(admin_client, make_contact, django_assert_max_num_queries):

@@ -1,15 +1,5 @@
-import pytest
-
-from accounts.models import User
 from domains.models import Domain
 from domains.services import domain_create
-
-
-@pytest.fixture
-def admin_client(client, db):
-    User.objects.create_superuser("root@example.test", "pw-for-admin")
-    client.login(email="root@example.test", password="pw-for-admin")
-    return client
 
 
 def test_change_page_shows_records_and_results(admin_client, project, dns_zone):

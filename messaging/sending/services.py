@@ -330,3 +330,22 @@ def email_send_test(*, project: Project, to: Address, content: SendContent, samp
     email.save(force_insert=True)
     enqueue_delivery([email.id])
     return email
+
+
+def emails_retry(*, email_ids: list) -> int:
+    """Queue FAILED or QUEUED emails again now, with a fresh attempt budget; returns how many (the admin's retry).
+
+    The rows are locked and reset in one transaction, and their ids reach the workers as every queued email's do
+    (`enqueue_delivery`, after the commit, in tasks of `DELIVERY_BATCH_SIZE`); a row published twice is claimed once.
+    `updated_at` moves on too, so the sweeper gives the new tasks their time before it publishes the rows again."""
+    with transaction.atomic():
+        ids = list(
+            Email.objects.select_for_update()
+            .filter(id__in=email_ids, status__in=[Email.Status.FAILED, Email.Status.QUEUED])
+            .values_list("id", flat=True)
+        )
+        Email.objects.filter(id__in=ids).update(
+            status=Email.Status.QUEUED, next_attempt_at=None, attempts=0, updated_at=timezone.now()
+        )
+        enqueue_delivery(ids)
+    return len(ids)

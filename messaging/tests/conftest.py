@@ -6,6 +6,8 @@ import redis
 from django.core.cache import caches
 
 from config.tests.wsgi import wsgi_call
+from contacts.models import Contact
+from messaging.models import Email
 from messaging.tests.smtp import start_sink
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/6")
@@ -53,3 +55,16 @@ def redis_cache(settings):
     cache.clear()
     yield cache
     cache.clear()
+
+
+def sent_email(project) -> Email:
+    """A SENT email to a new contact (ann@example.test), as opens and clicks find it."""
+    contact = Contact.objects.create(project=project.project, email="ann@example.test")
+    return Email.objects.create(
+        project=project.project,
+        contact=contact,
+        to_email=contact.email,
+        from_email="a@alice.test",
+        subject="S",
+        status=Email.Status.SENT,
+    )

@@ -1,12 +1,11 @@
 """Delivery discipline: each accepted email handed to the transport exactly once, failures sorted."""
 
-import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
+from conftest import concurrently
 from contacts.models import Event
 from domains.models import Domain
 from messaging.models import Email
@@ -51,17 +50,7 @@ def test_duplicate_tasks_send_each_email_once(queued, smtp_sink):
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_duplicate_tasks_send_each_email_once(queued, smtp_sink):
-    def work():
-        try:
-            emails_deliver(email_ids=queued)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    concurrently(lambda _: emails_deliver(email_ids=queued), range(4), threads=4)
     assert len(smtp_sink.received) == 3
     assert Email.objects.filter(status="SENT").count() == 3
 

@@ -8,7 +8,6 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from accounts.models import User
 from messaging.feedback.reputation import project_reputation
 from messaging.insights.rollup import email_stats_rebuild
 from messaging.models import Email
@@ -123,17 +122,15 @@ def test_a_warning_and_the_window(client, project):
     assert project.project.disabled is False
 
 
-def test_operator_sees_the_figures_and_re_enables(client, project, secret_client):
+def test_operator_sees_the_figures_and_re_enables(client, admin_client, project, secret_client):
     emails = sent_emails(project.project, 100)
     report(client, emails[:20])
-    User.objects.create_superuser("root@example.test", "pw")
-    client.login(email="root@example.test", password="pw")
-    page = client.get("/admin/messaging/projectreputation/").content.decode()
+    page = admin_client.get("/admin/messaging/projectreputation/").content.decode()
     assert "EMAIL_REPUTATION" in page and "20.0" in page
-    detail = client.get(f"/admin/messaging/projectreputation/{project.id}/change/").content.decode()
+    detail = admin_client.get(f"/admin/messaging/projectreputation/{project.id}/change/").content.decode()
     assert "bounce rate 20.0% over 7 days (critical)" in detail
 
-    client.post("/admin/messaging/projectreputation/", {"action": "enable", "_selected_action": [project.id]})
+    admin_client.post("/admin/messaging/projectreputation/", {"action": "enable", "_selected_action": [project.id]})
     project.project.refresh_from_db()
     assert project.project.disabled is False
     assert secret_client.get("/contacts").status_code == 200

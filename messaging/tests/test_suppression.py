@@ -3,7 +3,6 @@ sends to the address are refused (marketing) or stored SUPPRESSED and never deli
 
 import pytest
 
-from accounts.models import User
 from contacts.models import Contact, Event
 from messaging.feedback.suppression import suppression_add
 from messaging.models import Email, Suppression
@@ -21,13 +20,6 @@ def marketing_template(secret_client):
         {"name": "News", "subject": "News", "body": "<p>News</p>", "from": "news@alice.test", "type": "MARKETING"},
         format="json",
     ).json()["id"]
-
-
-@pytest.fixture
-def admin_client(client):
-    User.objects.create_superuser("root@example.test", "pw")
-    client.login(email="root@example.test", password="pw")
-    return client
 
 
 def bounce_received_message(client, received, bounce_type="hard"):

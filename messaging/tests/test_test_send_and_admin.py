@@ -1,10 +1,17 @@
-import pytest
+from contextlib import contextmanager
+from datetime import timedelta
 
-from accounts.models import User
+import pytest
+from celery.signals import task_prerun
+from django.contrib.messages import get_messages
+from django.utils import timezone
+
 from contacts.models import Contact, Event
 from messaging.models import Email, EmailType
+from messaging.sending.delivery import emails_sweep
 from messaging.sending.parse import Address
 from messaging.sending.services import SendContent, email_send_test
+from messaging.tasks import deliver_emails_task, sweep_emails_task
 
 pytestmark = pytest.mark.django_db
 
@@ -33,13 +40,6 @@ def test_a_test_email_is_rendered_with_sample_data_and_marked_as_test(
     assert not Contact.objects.exists() and not Event.objects.exists()
 
 
-@pytest.fixture
-def admin_client(client):
-    User.objects.create_superuser("root@example.test", "pw")
-    client.login(email="root@example.test", password="pw")
-    return client
-
-
 def test_admin_lists_and_previews_emails(admin_client, send, smtp_sink):
     send({"to": "ann@example.test", "from": "hi@alice.test", "subject": "S", "body": "<p>Preview me</p>"})
     email = Email.objects.get()
@@ -49,13 +49,49 @@ def test_admin_lists_and_previews_emails(admin_client, send, smtp_sink):
     assert admin_client.get("/admin/messaging/template/").status_code == 200
 
 
-def test_admin_retry_action_requeues_failed_emails(admin_client, send, smtp_sink):
+@contextmanager
+def delivery_tasks_run():
+    """The id lists of the delivery tasks run meanwhile (eager Celery runs each as it is published)."""
+    batches = []
+
+    def record(sender=None, args=(), **kwargs):
+        if sender.name == deliver_emails_task.name:
+            batches.append(sorted(args[0]))
+
+    task_prerun.connect(record)
+    try:
+        yield batches
+    finally:
+        task_prerun.disconnect(record)
+
+
+def test_admin_retry_hands_each_failed_email_to_delivery_once(
+    admin_client, send, smtp_sink, settings, django_capture_on_commit_callbacks
+):
+    settings.DELIVERY_BATCH_SIZE = 2
     smtp_sink.reply_to_rcpt = "550 no"
-    send({"to": "ann@example.test", "from": "hi@alice.test", "subject": "S", "body": "<p>B</p>"})
-    email = Email.objects.get()
-    assert email.status == "FAILED"
+    to = ["ann@example.test", "bob@example.test", "cid@example.test"]
+    send({"to": to, "from": "hi@alice.test", "subject": "S", "body": "<p>B</p>"})
+    assert set(Email.objects.values_list("status", flat=True)) == {"FAILED"}
+    Email.objects.update(updated_at=timezone.now() - timedelta(hours=1))  # they failed an hour ago
     smtp_sink.reply_to_rcpt = None
-    admin_client.post("/admin/messaging/email/", {"action": "retry_now", "_selected_action": [email.id]})
-    email.refresh_from_db()
-    assert email.status == "SENT"
-    assert len(smtp_sink.received) == 1
+    ids = sorted(str(pk) for pk in Email.objects.values_list("id", flat=True))
+
+    with delivery_tasks_run() as batches:
+        with django_capture_on_commit_callbacks() as callbacks:
+            response = admin_client.post(
+                "/admin/messaging/email/", {"action": "retry_now", "_selected_action": ids}, follow=True
+            )
+        # Until the retry commits nothing is published, and the sweeper leaves the rows to the tasks on their way.
+        assert batches == []
+        assert set(Email.objects.values_list("status", "attempts")) == {("QUEUED", 0)}
+        assert emails_sweep() == []
+        for callback in callbacks:
+            callback()
+        sweep_emails_task.delay()
+
+    assert "Queued 3 email(s)" in [str(message) for message in get_messages(response.wsgi_request)]
+    assert sorted(len(batch) for batch in batches) == [1, 2]  # tasks of DELIVERY_BATCH_SIZE, each id once
+    assert sorted(email_id for batch in batches for email_id in batch) == ids
+    assert set(Email.objects.values_list("status", flat=True)) == {"SENT"}
+    assert sorted(message.rcpt_tos[0] for message in smtp_sink.received) == to

@@ -12,10 +12,11 @@ from django.test import Client
 from accounts.models import Project
 from config.tests.wsgi import wsgi_call
 from conftest import concurrently
-from contacts.models import Contact, Event
+from contacts.models import Event
 from messaging.engagement.links import system_links
 from messaging.engagement.tracking import click_token, click_token_read, open_token
 from messaging.models import Email
+from messaging.tests.conftest import sent_email
 
 pytestmark = pytest.mark.django_db
 BASE = "http://localhost:8000"
@@ -199,15 +200,7 @@ def test_hit_for_a_deleted_email_still_answers(project, client):
 def test_concurrent_opens_each_count_once(project):
     if connection.vendor != "postgresql":
         pytest.skip("concurrent writers need PostgreSQL")
-    contact = Contact.objects.create(project=project.project, email="ann@example.test")
-    email = Email.objects.create(
-        project=project.project,
-        contact=contact,
-        to_email=contact.email,
-        from_email="a@alice.test",
-        subject="S",
-        status=Email.Status.SENT,
-    )
+    email = sent_email(project)
     pixel = f"/o/{open_token(email.id)}"
 
     assert set(concurrently(lambda _: Client().get(pixel).status_code, range(12), threads=6)) == {200}

@@ -9,27 +9,15 @@ from django.utils import timezone
 
 from config.celery import app
 from config.tests.processes import celery_worker, gunicorn_server, wait_until
-from contacts.models import Contact, Event
+from contacts.models import Event
 from messaging.engagement.hits import tracking_hits_drain
 from messaging.engagement.tracking import click_token, open_token
 from messaging.models import Email
-from messaging.tests.conftest import REDIS_URL
+from messaging.tests.conftest import REDIS_URL, sent_email
 
 
 def _raw(cache):
     return cache._cache.get_client(write=True)
-
-
-def _sent_email(project) -> Email:
-    contact = Contact.objects.create(project=project.project, email="ann@example.test")
-    return Email.objects.create(
-        project=project.project,
-        contact=contact,
-        to_email=contact.email,
-        from_email="a@alice.test",
-        subject="S",
-        status=Email.Status.SENT,
-    )
 
 
 def _data(name: str) -> list[dict]:
@@ -39,7 +27,7 @@ def _data(name: str) -> list[dict]:
 
 @pytest.mark.django_db
 def test_hits_wait_in_redis_and_a_drain_writes_them_in_order_with_their_own_times(client, project, redis_cache):
-    email = _sent_email(project)
+    email = sent_email(project)
     raw = _raw(redis_cache)
     raw.set(redis_cache.make_and_validate_key("tracking:hits:lock"), "a drain is running")  # holds the queue
     before = timezone.now()
@@ -65,7 +53,7 @@ def test_hits_wait_in_redis_and_a_drain_writes_them_in_order_with_their_own_time
 
 @pytest.mark.django_db
 def test_a_hit_for_a_deleted_email_and_a_malformed_entry_are_dropped(project, redis_cache):
-    email = _sent_email(project)
+    email = sent_email(project)
     raw = _raw(redis_cache)
     queue = redis_cache.make_and_validate_key("tracking:hits")
     raw.rpush(queue, b"not json")
@@ -79,7 +67,7 @@ def test_a_hit_for_a_deleted_email_and_a_malformed_entry_are_dropped(project, re
 @pytest.mark.integration
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_writes_the_hits_a_web_server_queued(project, redis_cache):
-    email = _sent_email(project)
+    email = sent_email(project)
     app.conf.task_always_eager = False
     try:
         with celery_worker(CACHE_URL=REDIS_URL), gunicorn_server(CACHE_URL=REDIS_URL) as base:
@@ -97,7 +85,7 @@ def test_a_worker_writes_the_hits_a_web_server_queued(project, redis_cache):
 def test_one_batch_counts_interleaved_hits_of_several_emails_each_in_order(project):
     from messaging.engagement.services import Hit, engagement_hits_record
 
-    first = _sent_email(project)
+    first = sent_email(project)
     second = Email.objects.create(
         project=project.project,
         contact=first.contact,
