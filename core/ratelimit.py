@@ -1,7 +1,10 @@
 """Per-project request rate limit: a fixed 60-second window counted in the shared cache.
 
 A fixed window never lets more than the limit through in one window and `RateLimit-Remaining` only falls inside
-it. With Redis the count is one pipelined INCR + EXPIRE NX; other cache backends use add + incr.
+it. With Redis the count is one pipelined INCR + EXPIRE; other cache backends use add + incr.
+
+Redis 6.2 or later (README.md): only commands and options Redis 6.2 has are sent (`EXPIRE ... NX` is Redis 7's, and
+on Redis 6 its error would have been taken for an unreachable cache, which lets every request through).
 """
 
 import logging
@@ -37,10 +40,12 @@ def _increment(key: str, timeout: int) -> int:
     client = redis_client(cache)
     if client is not None:
         full_key = cache.make_and_validate_key(key)
-        # No MULTI/EXEC: every request repeats the EXPIRE NX, so a counter left without one is fixed by the next.
+        # Every request sets the expiry again: `timeout` runs to the same moment (just past the window's end) for all
+        # of them, so it is the expiry the first one set, and no counter is ever left without one (Redis 6.2 has no
+        # EXPIRE NX). No MULTI/EXEC needed: a key that expires between the two leaves nothing to expire.
         pipe = client.pipeline(transaction=False)
         pipe.incr(full_key)
-        pipe.expire(full_key, timeout, nx=True)
+        pipe.expire(full_key, timeout)
         count, _ = pipe.execute()
         return int(count)
     cache.add(key, 0, timeout)
