@@ -1,4 +1,5 @@
-"""Per-project request rate limit: a fixed 60-second window counted in the shared cache.
+"""Request rate limits: a fixed 60-second window per scope (a project, a client address...) counted in the shared
+cache, and who the client is.
 
 A fixed window never lets more than the limit through in one window and `RateLimit-Remaining` only falls inside
 it. With Redis the count is one pipelined INCR + EXPIRE; other cache backends use add + incr.
@@ -26,6 +27,7 @@ class RateLimitState:
     remaining: int
     reset: int
     exceeded: bool
+    count: int = 0
 
     def headers(self) -> dict[str, str]:
         return {
@@ -81,16 +83,22 @@ class Window:
     def timeout(self) -> int:
         return self.reset + 5
 
-    def state(self) -> RateLimitState:
-        limit = settings.API_RATE_LIMIT_PER_MINUTE
+    def state(self, limit: int | None = None) -> RateLimitState:
+        limit = settings.API_RATE_LIMIT_PER_MINUTE if limit is None else limit
         return RateLimitState(
-            limit=limit, remaining=max(0, limit - self.count), reset=self.reset, exceeded=self.count > limit
+            limit=limit,
+            remaining=max(0, limit - self.count),
+            reset=self.reset,
+            exceeded=self.count > limit,
+            count=self.count,
         )
 
 
-def rate_limit_hit(scope: str) -> RateLimitState | None:
-    """Count one request for `scope`; None when the limit is off or the cache cannot be reached."""
-    if settings.API_RATE_LIMIT_PER_MINUTE <= 0:
+def rate_limit_hit(scope: str, *, limit: int | None = None) -> RateLimitState | None:
+    """Count one request for `scope` against `limit` per window (the API's, `API_RATE_LIMIT_PER_MINUTE`, unless
+    given); None when the limit is off (0) or the cache cannot be reached."""
+    limit = settings.API_RATE_LIMIT_PER_MINUTE if limit is None else limit
+    if limit <= 0:
         return None
     window = Window.now()
     try:
@@ -99,4 +107,16 @@ def rate_limit_hit(scope: str) -> RateLimitState | None:
         # The limit protects the service; an unreachable cache must not take the API down with it.
         logger.exception("Rate limit cache unavailable; request allowed")
         return None
-    return window.state()
+    return window.state(limit)
+
+
+def client_address(meta) -> str:
+    """The client's address from a request's META or a WSGI environ: `REMOTE_ADDR`, or the `X-Forwarded-For` entry
+    `TRUSTED_PROXY_COUNT` hops from the right when proxies are trusted (the entries left of it are the client's
+    to write)."""
+    hops = settings.TRUSTED_PROXY_COUNT
+    if hops:
+        forwarded = [part.strip() for part in meta.get("HTTP_X_FORWARDED_FOR", "").split(",") if part]
+        if len(forwarded) >= hops:
+            return forwarded[-hops]
+    return meta.get("REMOTE_ADDR", "unknown")
