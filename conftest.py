@@ -2,10 +2,12 @@
 
 Admin pages are tested with pytest-django's `admin_client` (a test client logged in as a superuser)."""
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pytest
+import redis
 from django.core.cache import caches
 from django.db import connections
 from rest_framework.test import APIClient
@@ -54,6 +56,25 @@ def concurrently(call, items, *, threads: int = 8) -> list:
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
         return list(pool.map(run, items))
+
+
+# The Redis of the tests that need one (they skip without it), whatever the cache of the run.
+REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/6")
+
+
+@pytest.fixture
+def redis_cache(settings):
+    """Redis as the cache, as in production (rate limit, key cache, tracking and delivery queues); skipped without
+    Redis."""
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
+    except redis.RedisError:
+        pytest.skip(f"needs Redis at {REDIS_URL}")
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    cache = caches["default"]
+    cache.clear()
+    yield cache
+    cache.clear()
 
 
 @pytest.fixture(autouse=True)

@@ -42,7 +42,8 @@ def enabled() -> bool:
 
 
 # With the key's entry, the request is counted in its project's rate-limit window: one round trip for both. The
-# counter's name is the window's key for the entry's project id (the first of FIELDS).
+# counter's name is the window's key for the entry's project id (the first of FIELDS); counted as core.ratelimit
+# counts (INCR, then EXPIRE to just past the window's end: no Redis 7 option such as EXPIRE NX).
 _GET_AND_COUNT = Script(
     None,
     b"""
@@ -50,7 +51,7 @@ local entry = redis.call('GET', KEYS[1])
 if not entry or entry == ARGV[1] then return {entry or '', -1} end
 local counter = ARGV[2] .. cjson.decode(entry)[1] .. ARGV[3]
 local count = redis.call('INCR', counter)
-redis.call('EXPIRE', counter, ARGV[4], 'NX')
+redis.call('EXPIRE', counter, ARGV[4])
 return {entry, count}
 """,
 )  # run by its SHA (EVALSHA), loaded into Redis on first use

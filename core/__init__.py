@@ -1,6 +1,6 @@
 """The shared core under every app: the error vocabulary (`errors`), timestamps (`time`), JSON type names
-(`json`), pages of rows (`pages`), the rate-limit counter (`ratelimit`), the Redis client (`cache`) and the prepared
-statements of the hottest paths (`db`).
+(`json`), pages of rows (`pages`), the rate-limit counter and the client's address (`ratelimit`), the Redis client
+(`cache`) and the prepared statements of the hottest paths (`db`).
 
 It imports no app and no HTTP code; apps and `config.api` build on it.
 """

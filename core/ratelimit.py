@@ -1,7 +1,11 @@
-"""Per-project request rate limit: a fixed 60-second window counted in the shared cache.
+"""Request rate limits: a fixed 60-second window per scope (a project, a client address...) counted in the shared
+cache, and who the client is.
 
 A fixed window never lets more than the limit through in one window and `RateLimit-Remaining` only falls inside
-it. With Redis the count is one pipelined INCR + EXPIRE NX; other cache backends use add + incr.
+it. With Redis the count is one pipelined INCR + EXPIRE; other cache backends use add + incr.
+
+Redis 6.2 or later (README.md): only commands and options Redis 6.2 has are sent (`EXPIRE ... NX` is Redis 7's, and
+on Redis 6 its error would have been taken for an unreachable cache, which lets every request through).
 """
 
 import logging
@@ -23,6 +27,7 @@ class RateLimitState:
     remaining: int
     reset: int
     exceeded: bool
+    count: int = 0
 
     def headers(self) -> dict[str, str]:
         return {
@@ -37,10 +42,12 @@ def _increment(key: str, timeout: int) -> int:
     client = redis_client(cache)
     if client is not None:
         full_key = cache.make_and_validate_key(key)
-        # No MULTI/EXEC: every request repeats the EXPIRE NX, so a counter left without one is fixed by the next.
+        # Every request sets the expiry again: `timeout` runs to the same moment (just past the window's end) for all
+        # of them, so it is the expiry the first one set, and no counter is ever left without one (Redis 6.2 has no
+        # EXPIRE NX). No MULTI/EXEC needed: a key that expires between the two leaves nothing to expire.
         pipe = client.pipeline(transaction=False)
         pipe.incr(full_key)
-        pipe.expire(full_key, timeout, nx=True)
+        pipe.expire(full_key, timeout)
         count, _ = pipe.execute()
         return int(count)
     cache.add(key, 0, timeout)
@@ -76,16 +83,22 @@ class Window:
     def timeout(self) -> int:
         return self.reset + 5
 
-    def state(self) -> RateLimitState:
-        limit = settings.API_RATE_LIMIT_PER_MINUTE
+    def state(self, limit: int | None = None) -> RateLimitState:
+        limit = settings.API_RATE_LIMIT_PER_MINUTE if limit is None else limit
         return RateLimitState(
-            limit=limit, remaining=max(0, limit - self.count), reset=self.reset, exceeded=self.count > limit
+            limit=limit,
+            remaining=max(0, limit - self.count),
+            reset=self.reset,
+            exceeded=self.count > limit,
+            count=self.count,
         )
 
 
-def rate_limit_hit(scope: str) -> RateLimitState | None:
-    """Count one request for `scope`; None when the limit is off or the cache cannot be reached."""
-    if settings.API_RATE_LIMIT_PER_MINUTE <= 0:
+def rate_limit_hit(scope: str, *, limit: int | None = None) -> RateLimitState | None:
+    """Count one request for `scope` against `limit` per window (the API's, `API_RATE_LIMIT_PER_MINUTE`, unless
+    given); None when the limit is off (0) or the cache cannot be reached."""
+    limit = settings.API_RATE_LIMIT_PER_MINUTE if limit is None else limit
+    if limit <= 0:
         return None
     window = Window.now()
     try:
@@ -94,4 +107,16 @@ def rate_limit_hit(scope: str) -> RateLimitState | None:
         # The limit protects the service; an unreachable cache must not take the API down with it.
         logger.exception("Rate limit cache unavailable; request allowed")
         return None
-    return window.state()
+    return window.state(limit)
+
+
+def client_address(meta) -> str:
+    """The client's address from a request's META or a WSGI environ: `REMOTE_ADDR`, or the `X-Forwarded-For` entry
+    `TRUSTED_PROXY_COUNT` hops from the right when proxies are trusted (the entries left of it are the client's
+    to write)."""
+    hops = settings.TRUSTED_PROXY_COUNT
+    if hops:
+        forwarded = [part.strip() for part in meta.get("HTTP_X_FORWARDED_FOR", "").split(",") if part]
+        if len(forwarded) >= hops:
+            return forwarded[-hops]
+    return meta.get("REMOTE_ADDR", "unknown")

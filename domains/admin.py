@@ -1,13 +1,32 @@
+from django import forms
 from django.contrib import admin, messages
 from django.utils.html import format_html, format_html_join
 
+from core.errors import Conflict
 from domains.models import Domain
+from domains.names import normalize_domain
 from domains.records import records_json
-from domains.services import domain_check, domain_mark_verified_by_operator
+from domains.selectors import domain_claims_of_others
+from domains.services import DomainClaimLost, domain_check, domain_mark_verified_by_operator
+
+
+class DomainForm(forms.ModelForm):
+    def clean(self):
+        cleaned = super().clean()
+        if not self.instance._state.adding or not cleaned.get("name") or not cleaned.get("project"):
+            return cleaned
+        # What domain_mark_verified_by_operator would refuse, as a form error rather than a failed save.
+        name = normalize_domain(cleaned["name"])
+        if name is None:
+            self.add_error("name", "Not a valid domain name")
+        elif any(claim.is_verified for claim in domain_claims_of_others(name=name, project=cleaned["project"])):
+            self.add_error("name", "Another project has verified this domain")
+        return cleaned
 
 
 @admin.register(Domain)
 class DomainAdmin(admin.ModelAdmin):
+    form = DomainForm
     list_display = ["name", "project", "status", "verification_method", "last_checked_at", "verified_at", "created_at"]
     list_filter = ["status", "verification_method"]
     search_fields = ["name", "project__name"]
@@ -24,6 +43,7 @@ class DomainAdmin(admin.ModelAdmin):
         "dkim_miss_count",
         "dkim_selector",
         "records_table",
+        "other_claims",
     ]
     readonly_fields = [
         "status",
@@ -33,6 +53,7 @@ class DomainAdmin(admin.ModelAdmin):
         "dkim_miss_count",
         "dkim_selector",
         "records_table",
+        "other_claims",
     ]
 
     def get_readonly_fields(self, request, obj=None):
@@ -65,6 +86,16 @@ class DomainAdmin(admin.ModelAdmin):
             rows,
         )
 
+    @admin.display(description="Claims of this name by other projects")
+    def other_claims(self, obj: Domain):
+        # Pending claims block no one: several projects may claim a name, and the first to verify it owns it.
+        if obj._state.adding:
+            return "-"
+        claims = domain_claims_of_others(name=obj.name, project=obj.project)
+        if not claims:
+            return "None"
+        return format_html_join(", ", "{} ({})", ((claim.project, claim.status) for claim in claims))
+
     def save_model(self, request, obj, form, change):
         # Adding a domain in the admin records the operator's word for it, through the one service for that.
         if change:
@@ -75,7 +106,11 @@ class DomainAdmin(admin.ModelAdmin):
     @admin.action(description="Check DNS records now")
     def check_now(self, request, queryset):
         for domain in queryset.select_related("project"):
-            checked = domain_check(domain=domain)
+            try:
+                checked = domain_check(domain=domain)
+            except DomainClaimLost:
+                self.message_user(request, f"{domain.name}: removed, another project verified it", messages.WARNING)
+                continue
             self.message_user(
                 request,
                 f"{checked.name}: {checked.status}",
@@ -84,6 +119,12 @@ class DomainAdmin(admin.ModelAdmin):
 
     @admin.action(description="Mark verified (the operator vouches for the domain)")
     def mark_verified(self, request, queryset):
+        marked = 0
         for domain in queryset.select_related("project"):
-            domain_mark_verified_by_operator(project=domain.project, name=domain.name)
-        self.message_user(request, f"{queryset.count()} domain(s) marked verified by the operator", messages.SUCCESS)
+            try:
+                domain_mark_verified_by_operator(project=domain.project, name=domain.name)
+            except Conflict:
+                self.message_user(request, f"{domain.name}: another project has verified it", messages.ERROR)
+                continue
+            marked += 1
+        self.message_user(request, f"{marked} domain(s) marked verified by the operator", messages.SUCCESS)

@@ -1,13 +1,18 @@
 import uuid
 
 from django.db import models
+from django.db.models import Q
 
 from accounts.models import Project
 
 
 class Domain(models.Model):
-    """A sender domain of a project. A domain belongs to one project only (decisions.md), so `name` is unique
-    across the service, not per project."""
+    """One project's claim of a sender domain.
+
+    A pending claim blocks no one (decisions.md): several projects may claim one name, each with its own DKIM key,
+    and the first to verify owns it (`domains.services`). So `name` is unique among verified domains across the
+    service, and per project among all of them.
+    """
 
     class Status(models.TextChoices):
         PENDING = "pending"
@@ -20,7 +25,7 @@ class Domain(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="domains")
     # Lower-case and IDNA-encoded (domains.names.normalize_domain).
-    name = models.CharField(max_length=253, unique=True)
+    name = models.CharField(max_length=253)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     verification_method = models.CharField(max_length=10, choices=Method.choices, blank=True)
     verified_at = models.DateTimeField(null=True, blank=True)
@@ -38,6 +43,12 @@ class Domain(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        constraints = [
+            # The database, not a check before the write, decides who verified first.
+            models.UniqueConstraint(fields=["name"], condition=Q(status="verified"), name="domain_verified_name"),
+            # Name first: it also serves every lookup of a name's claims.
+            models.UniqueConstraint(fields=["name", "project"], name="domain_name_project"),
+        ]
         indexes = [
             models.Index(fields=["project", "status"], name="domain_project_status"),
             models.Index(fields=["status", "last_checked_at"], name="domain_status_checked"),

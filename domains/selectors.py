@@ -12,6 +12,14 @@ def domain_list(*, project: Project) -> QuerySet[Domain]:
     return Domain.objects.filter(project=project).order_by("-created_at", "id")
 
 
+def domain_claims_of_others(*, name: str, project: Project) -> list[Domain]:
+    """The claims of `name` (normalized) by projects other than `project`, the verified one first; for operators
+    only (the API never says who else claims a name)."""
+    return list(
+        Domain.objects.filter(name=name).exclude(project=project).select_related("project").order_by("-status", "pk")
+    )
+
+
 def domains_due_for_check(*, now: datetime, limit: int | None = None) -> list:
     """Ids of the domains the periodic check should look at, least recently checked first, bounded.
 

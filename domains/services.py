@@ -24,6 +24,10 @@ logger = logging.getLogger(__name__)
 _TAKEN = 'Domain "{}" is already registered'
 
 
+class DomainClaimLost(Conflict):
+    """A pending claim removed because another project verified the name first (the message does not say which)."""
+
+
 def _normalized_or_422(name: str, *, field: str = "domain") -> str:
     normalized = normalize_domain(name)
     if normalized is None:
@@ -31,14 +35,42 @@ def _normalized_or_422(name: str, *, field: str = "domain") -> str:
     return normalized
 
 
-def domain_create(*, project: Project, name: str) -> Domain:
-    """Add a domain to a project with a fresh DKIM key; 409 if any project (this one included) has it already.
+def _claims_of(name: str) -> list[Domain]:
+    """Every project's claim of `name`, locked, always in one order (by id), so that adding, verifying and removing
+    claims of one name take turns instead of deadlocking. Call inside a transaction."""
+    return list(Domain.objects.select_for_update().filter(name=name).order_by("pk"))
 
-    The message is the same whoever owns it, so that nobody learns which domains other projects send from.
+
+def _taken(claims, *, project: Project) -> bool:
+    """Whether `project` may not add a name with these claims: another project has verified it, or this project
+    holds it already."""
+    return any(claim.is_verified or claim.project_id == project.id for claim in claims)
+
+
+def _taken_error(name: str) -> Conflict:
+    # One message whoever holds the name, so that nobody learns which domains other projects send from.
+    return Conflict(_TAKEN.format(name), details={"domain": name})
+
+
+def _release_pending_claims(*, owner: Domain) -> None:
+    """Remove the other projects' pending claims of a name `owner` has just verified, in its transaction."""
+    released, _ = (
+        Domain.objects.filter(name=owner.name, status=Domain.Status.PENDING).exclude(project_id=owner.project_id)
+    ).delete()
+    if released:
+        logger.info("Domain %s: %d pending claim(s) of other projects removed", owner.name, released)
+
+
+def domain_create(*, project: Project, name: str) -> Domain:
+    """Add a pending claim of a domain to a project, with a fresh DKIM key.
+
+    Pending claims of other projects do not matter (the first to verify owns the name); 409 when another project
+    has verified the name or this project holds it already.
     """
     normalized = _normalized_or_422(name)
-    if Domain.objects.filter(name=normalized).exists():
-        raise Conflict(_TAKEN.format(normalized), details={"domain": normalized})
+    # Checked before the key is made (tens of milliseconds), and again on the locked claims before the insert.
+    if _taken(Domain.objects.filter(name=normalized), project=project):
+        raise _taken_error(normalized)
     public_key, private_key = dkim.generate_key_pair()
     domain = Domain(
         project=project,
@@ -47,37 +79,43 @@ def domain_create(*, project: Project, name: str) -> Domain:
         dkim_public_key=public_key,
         dkim_private_key_encrypted=private_key,
     )
-    domain.full_clean(validate_unique=False)
+    domain.full_clean(validate_unique=False, validate_constraints=False)
     try:
         with transaction.atomic():
+            # Locking the name's claims waits for a verification of it in progress, which may remove them all.
+            if _taken(_claims_of(normalized), project=project):
+                raise _taken_error(normalized)
             domain.save(force_insert=True)
-    except IntegrityError:
-        raise Conflict(_TAKEN.format(normalized), details={"domain": normalized}) from None
+    except IntegrityError:  # the same project adding the name twice at once
+        raise _taken_error(normalized) from None
     return domain
 
 
 @transaction.atomic
 def domain_mark_verified_by_operator(*, project: Project, name: str) -> Domain:
-    """Record a domain as verified because an operator vouches for it (no DNS check).
+    """Record a domain as verified because an operator vouches for it (no DNS check); other projects' pending
+    claims of it are removed, as for a verification by DNS. 409 when another project has verified it.
 
     Its DKIM key is made on first use (`domain_dkim_key_ensure`), which keeps this path cheap for commands and
     test fixtures. Operator-verified domains are still checked, but a missing DKIM record never demotes them.
     """
     normalized = _normalized_or_422(name)
-    domain = Domain.objects.select_for_update().filter(name=normalized).first()
-    if domain is not None and domain.project_id != project.id:
+    claims = _claims_of(normalized)
+    if any(claim.is_verified and claim.project_id != project.id for claim in claims):
         raise Conflict("This domain is already registered by another project")
-    if domain is None:
-        try:
-            with transaction.atomic():
+    domain = next((claim for claim in claims if claim.project_id == project.id), None)
+    try:
+        with transaction.atomic():
+            if domain is None:
                 domain = Domain.objects.create(project=project, name=normalized)
-        except IntegrityError:
-            raise Conflict("This domain is already registered by another project") from None
-    domain.status = Domain.Status.VERIFIED
-    domain.verification_method = Domain.Method.OPERATOR
-    domain.verified_at = timezone.now()
-    domain.dkim_miss_count = 0
-    domain.save(update_fields=["status", "verification_method", "verified_at", "dkim_miss_count", "updated_at"])
+            domain.status = Domain.Status.VERIFIED
+            domain.verification_method = Domain.Method.OPERATOR
+            domain.verified_at = timezone.now()
+            domain.dkim_miss_count = 0
+            domain.save(update_fields=["status", "verification_method", "verified_at", "dkim_miss_count", "updated_at"])
+    except IntegrityError:  # another project verified the name, or this one added it, at this very moment
+        raise _taken_error(normalized) from None
+    _release_pending_claims(owner=domain)
     return domain
 
 
@@ -100,12 +138,15 @@ def domain_check(*, domain: Domain) -> Domain:
     """Check every record of a domain against DNS now and move its state.
 
     1. Look up the expected records, concurrently and outside any transaction (DNS can take seconds).
-    2. In a short transaction on the locked row, store each record's result and:
-       - DKIM record carries our key: the domain is verified (method dns unless an operator vouched before);
+    2. In a short transaction on the name's locked claims, store each record's result and:
+       - DKIM record carries our key: the domain is verified (method dns unless an operator vouched before) and
+         the other projects' pending claims of the name are removed;
        - DKIM record absent (NXDOMAIN, no record, no matching key) on a verified domain: count a miss; at
          `DOMAINS_DKIM_MISSES_BEFORE_PENDING` misses in a row the domain goes back to pending (not for domains an
          operator vouched for);
        - DNS could not tell (timeout, SERVFAIL): nothing moves; the record shows pending with the reason.
+
+    Raises DomainClaimLost (409) when another project verified the name first: this claim is gone then.
     """
     domain = domain_dkim_key_ensure(domain=domain)
     now = timezone.now()
@@ -114,40 +155,64 @@ def domain_check(*, domain: Domain) -> Domain:
     with ThreadPoolExecutor(max_workers=len(expected), thread_name_prefix="domain-check") as pool:
         checks = pool.map(lambda record: records.check(record, public_key=domain.dkim_public_key), expected)
         results = {record.purpose: (record, result) for record, result in zip(expected, checks, strict=True)}
-    with transaction.atomic():
-        locked = Domain.objects.select_for_update().get(pk=domain.pk)
-        locked.record_checks = {
-            str(purpose): {
-                "status": str(result.status),
-                "lastError": result.last_error,
-                "expected": record.value,
-                "checkedAt": iso(now),
-            }
-            for purpose, (record, result) in results.items()
-        }
-        locked.last_checked_at = now
-        fields = ["record_checks", "last_checked_at", "updated_at"]
-        _, dkim_result = results[Purpose.DKIM]
-        if dkim_result.status == CheckStatus.VALID:
-            if not locked.is_verified:
-                locked.status = Domain.Status.VERIFIED
-                locked.verification_method = Domain.Method.DNS
-                locked.verified_at = now
-                fields += ["status", "verification_method", "verified_at"]
-                logger.info("Domain %s verified", locked.name)
-            locked.dkim_miss_count = 0
-            fields.append("dkim_miss_count")
-        elif dkim_result.absent and locked.is_verified and locked.verification_method != Domain.Method.OPERATOR:
-            locked.dkim_miss_count += 1
-            fields.append("dkim_miss_count")
-            if locked.dkim_miss_count >= settings.DOMAINS_DKIM_MISSES_BEFORE_PENDING:
-                locked.status = Domain.Status.PENDING
-                locked.verified_at = None
-                locked.dkim_miss_count = 0
-                fields += ["status", "verified_at"]
-                logger.warning("Domain %s back to pending: DKIM record missing on consecutive checks", locked.name)
-        locked.save(update_fields=fields)
+    lost = False
+    try:
+        with transaction.atomic():
+            claims = _claims_of(domain.name)
+            locked = next((claim for claim in claims if claim.pk == domain.pk), None)
+            if locked is None:  # removed while we looked: another project verified the name first
+                lost = True
+            elif not locked.is_verified and any(claim.is_verified for claim in claims):
+                # Added in the very instant another project verified the name (neither saw the other's row).
+                locked.delete()
+                lost = True
+            elif _record_check(locked, results, now):
+                _release_pending_claims(owner=locked)
+    except IntegrityError:  # the constraint's word on a race the locks missed; the next check removes the claim
+        lost = True
+    if lost:
+        raise DomainClaimLost(_TAKEN.format(domain.name), details={"domain": domain.name})
     return locked
+
+
+def _record_check(locked: Domain, results: dict, now) -> bool:
+    """Store one check's results on the locked claim and move its state (step 2 of `domain_check`); True when the
+    claim has just become verified."""
+    locked.record_checks = {
+        str(purpose): {
+            "status": str(result.status),
+            "lastError": result.last_error,
+            "expected": record.value,
+            "checkedAt": iso(now),
+        }
+        for purpose, (record, result) in results.items()
+    }
+    locked.last_checked_at = now
+    fields = ["record_checks", "last_checked_at", "updated_at"]
+    verified_now = False
+    _, dkim_result = results[Purpose.DKIM]
+    if dkim_result.status == CheckStatus.VALID:
+        if not locked.is_verified:
+            verified_now = True
+            locked.status = Domain.Status.VERIFIED
+            locked.verification_method = Domain.Method.DNS
+            locked.verified_at = now
+            fields += ["status", "verification_method", "verified_at"]
+            logger.info("Domain %s verified by project %s", locked.name, locked.project_id)
+        locked.dkim_miss_count = 0
+        fields.append("dkim_miss_count")
+    elif dkim_result.absent and locked.is_verified and locked.verification_method != Domain.Method.OPERATOR:
+        locked.dkim_miss_count += 1
+        fields.append("dkim_miss_count")
+        if locked.dkim_miss_count >= settings.DOMAINS_DKIM_MISSES_BEFORE_PENDING:
+            # Back to pending releases the name: any project may claim it again, and the first to verify owns it.
+            locked.status = Domain.Status.PENDING
+            locked.verified_at = None
+            locked.dkim_miss_count = 0
+            fields += ["status", "verified_at"]
+            logger.warning("Domain %s back to pending: DKIM record missing on consecutive checks", locked.name)
+    locked.save(update_fields=fields)
+    return verified_now
 
 
 def domain_check_claim(*, domain_id, min_interval: timedelta = timedelta(seconds=60)) -> bool:

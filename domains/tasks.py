@@ -5,7 +5,7 @@ from django.utils import timezone
 
 from domains.models import Domain
 from domains.selectors import domains_due_for_check
-from domains.services import domain_check, domain_check_claim
+from domains.services import DomainClaimLost, domain_check, domain_check_claim
 
 logger = logging.getLogger(__name__)
 
@@ -18,8 +18,12 @@ def domain_check_task(domain_id: str) -> None:
     if not domain_check_claim(domain_id=domain_id):
         return
     domain = Domain.objects.select_related("project").filter(pk=domain_id).first()
-    if domain is not None:
+    if domain is None:
+        return
+    try:
         domain_check(domain=domain)
+    except DomainClaimLost:  # another project verified the name first; this pending claim is gone
+        return
 
 
 @shared_task(**CHECK_TASK_OPTIONS)

@@ -1,7 +1,8 @@
-"""The HTTP side of the rate limit (the counting is `core.ratelimit`): who the caller is, and how a request
-counted in front of Django carries its count on to the view."""
+"""The HTTP side of the rate limit (the counting and the address logic are `core.ratelimit`'s, shared with the
+limits of the tracking URLs and hosted pages): who the caller is, and how a request counted in front of Django
+carries its count on to the view."""
 
-from django.conf import settings
+from core import ratelimit
 
 # Where a request counted in front of Django (config.api.fastroute) carries its count on to the view.
 COUNTED_ENVIRON_KEY = "herald.rate_limit"
@@ -9,9 +10,4 @@ COUNTED_ENVIRON_KEY = "herald.rate_limit"
 
 def client_address(request) -> str:
     """The caller's address, looking through as many X-Forwarded-For hops as there are trusted proxies."""
-    hops = settings.TRUSTED_PROXY_COUNT
-    if hops:
-        forwarded = [part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if part]
-        if len(forwarded) >= hops:
-            return forwarded[-hops]
-    return request.META.get("REMOTE_ADDR", "unknown")
+    return ratelimit.client_address(request.META)

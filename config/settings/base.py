@@ -384,6 +384,9 @@ SEND_RATE_PER_PROJECT_PER_SECOND = env.float("SEND_RATE_PER_PROJECT_PER_SECOND",
 UNSUBSCRIBE_MAILBOX = env.str("UNSUBSCRIBE_MAILBOX", default="")
 # Opens and clicks wait in Redis this long after the first of a burst, then a worker writes them in one batch.
 TRACKING_HITS_DRAIN_SECONDS = env.float("TRACKING_HITS_DRAIN_SECONDS", default=1.0)
+# Requests per minute one client address may make to the open/click URLs, and apart to the hosted pages (0 = no
+# limit). Over it, hits still get their pixel or redirect but are not recorded; pages answer 429.
+TRACKING_RATE_LIMIT_PER_MINUTE = env.int("TRACKING_RATE_LIMIT_PER_MINUTE", default=600)
 
 # Segments
 # How often tracked segments are recomputed and counts refreshed (the beat entry runs every 5 minutes and takes

@@ -1,6 +1,15 @@
+import time
+import uuid
+from contextlib import contextmanager
+
 import pytest
+from redis.commands.core import CoreCommands
 
 from accounts.models import Job
+from accounts.selectors import api_key_lookup
+from core import ratelimit
+from core.cache import redis_client
+from core.ratelimit import WINDOW_SECONDS, Window, project_scope, rate_limit_hit
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("config.tests.probe_urls")]
 
@@ -72,3 +81,102 @@ def test_an_unreachable_cache_lets_requests_through(settings, secret_client):
         assert secret_client.get("/probe/secret").status_code == 200
     finally:
         del caches["default"]
+
+
+# Commands Redis 6.2 does not have (README.md: Redis 6.2 or later), and the expiry commands whose NX/XX/GT/LT options
+# came with Redis 7.0. Sent to a Redis 6, they fail, and the rate limit takes a failure for an unreachable cache.
+REDIS_7_COMMANDS = {"EXPIRETIME", "PEXPIRETIME", "LMPOP", "BLMPOP", "ZMPOP", "BZMPOP", "SINTERCARD", "ZINTERCARD"}
+REDIS_7_COMMANDS |= {"FUNCTION", "FCALL", "FCALL_RO", "EVAL_RO", "EVALSHA_RO", "SORT_RO"}
+EXPIRY_COMMANDS = {"EXPIRE", "PEXPIRE", "EXPIREAT", "PEXPIREAT"}
+
+
+def needs_redis_7(command) -> bool:
+    name = str(command[0]).upper()
+    return name in REDIS_7_COMMANDS or (name in EXPIRY_COMMANDS and len(command) > 3)
+
+
+def within_one_window() -> None:
+    if time.time() % WINDOW_SECONDS > WINDOW_SECONDS - 3:
+        time.sleep(WINDOW_SECONDS + 0.1 - time.time() % WINDOW_SECONDS)
+
+
+@contextmanager
+def commands_run(cache):
+    """Every command Redis runs meanwhile on the cache's database, those of Lua scripts included (MONITOR)."""
+    client = redis_client(cache)
+    db = client.connection_pool.connection_kwargs.get("db", 0)
+    seen = []
+    with client.monitor() as monitor:
+        yield seen
+        marker = f"end-of-test-{uuid.uuid4().hex}"
+        client.echo(marker)
+        for info in monitor.listen():
+            if marker in info["command"]:
+                break
+            if info["db"] == db:
+                seen.append(info["command"].split(" "))
+
+
+def test_the_count_in_redis_never_passes_the_limit(redis_cache, limit_of_5, project, secret_client, settings):
+    settings.API_KEY_CACHE_SECONDS = 300
+    within_one_window()
+    remaining = [int(secret_client.get("/probe/secret")["RateLimit-Remaining"]) for _ in range(5)]
+    assert remaining == [4, 3, 2, 1, 0]
+    assert secret_client.get("/probe/secret").status_code == 429
+    # The key lookup of the fast routes counts in the same window, in the same round trip as the lookup.
+    window = Window.now()
+    assert api_key_lookup(token=project.keys.secret_key, window=window) is not None
+    assert window.count == 7 and window.state().exceeded
+    counter = redis_cache.make_and_validate_key(window.key(project_scope(project.id)))
+    assert 0 < redis_client(redis_cache).ttl(counter) <= window.timeout
+
+
+def test_no_command_sent_to_redis_needs_redis_7(redis_cache, limit_of_5, project, settings):
+    settings.API_KEY_CACHE_SECONDS = 300
+    api_key_lookup(token=project.keys.secret_key)  # now in the key cache
+    window = Window.now()
+    with commands_run(redis_cache) as commands:
+        rate_limit_hit(project_scope(project.id))
+        api_key_lookup(token=project.keys.secret_key, window=window)
+    counter = redis_cache.make_and_validate_key(window.key(project_scope(project.id)))
+    counting = [command for command in commands if counter in command]
+    assert [command[0].upper() for command in counting] == ["INCRBY", "EXPIRE", "INCR", "EXPIRE"]
+    assert [command for command in commands if needs_redis_7(command)] == []
+
+
+class RecordingRedis:
+    """Stands in for the cache's Redis client: records every command as redis-py spells it, and counts."""
+
+    def __init__(self):
+        self.commands, self.counts = [], {}
+
+    def pipeline(self, transaction=True):
+        return RecordingPipeline(self)
+
+
+class RecordingPipeline(CoreCommands):
+    def __init__(self, server):
+        self.server, self.stack = server, []
+
+    def execute_command(self, *args, **options):
+        self.stack.append(args)
+        return self
+
+    def execute(self):
+        results = []
+        for name, key, *args in self.stack:
+            if name in ("INCR", "INCRBY"):
+                self.server.counts[key] = self.server.counts.get(key, 0) + int(args[0] if args else 1)
+            results.append(self.server.counts.get(key, True))
+        self.server.commands += self.stack
+        return results
+
+
+def test_the_counting_pipeline_needs_nothing_of_redis_7(monkeypatch, limit_of_5):
+    server = RecordingRedis()
+    monkeypatch.setattr(ratelimit, "redis_client", lambda cache: server)
+    within_one_window()
+    states = [rate_limit_hit("ip:192.0.2.1") for _ in range(6)]
+    assert [state.remaining for state in states] == [4, 3, 2, 1, 0, 0] and states[-1].exceeded
+    assert server.commands and [command for command in server.commands if needs_redis_7(command)] == []
+    assert {command[0] for command in server.commands} == {"INCRBY", "EXPIRE"}

@@ -36,7 +36,9 @@ def keeping_the_test_connection():
         signals.request_finished.connect(close_old_connections)
 
 
-def wsgi_call(method: str, path: str, *, body: bytes = b"", headers: dict | None = None) -> WsgiAnswer:
+def wsgi_call(
+    method: str, path: str, *, body: bytes = b"", headers: dict | None = None, remote_addr: str = "127.0.0.1"
+) -> WsgiAnswer:
     from config.wsgi import application
 
     environ = {
@@ -47,7 +49,7 @@ def wsgi_call(method: str, path: str, *, body: bytes = b"", headers: dict | None
         "SERVER_PORT": "8000",
         "HTTP_HOST": "localhost",
         "SERVER_PROTOCOL": "HTTP/1.1",
-        "REMOTE_ADDR": "127.0.0.1",
+        "REMOTE_ADDR": remote_addr,
         "wsgi.url_scheme": "http",
         "wsgi.input": io.BytesIO(body),
         "wsgi.errors": io.StringIO(),

@@ -63,7 +63,7 @@ class DomainViewSet(ProjectScopedViewSet):
         domains = [services.domain_dkim_key_ensure(domain=d) for d in selectors.domain_list(project=self.project)]
         return Response([domain_json(domain) for domain in domains])
 
-    @extend_schema(operation_id="domains_verify", responses={200: s.DomainOutputSerializer, 404: ERROR})
+    @extend_schema(operation_id="domains_verify", responses={200: s.DomainOutputSerializer, 404: ERROR, 409: ERROR})
     def verify(self, request, pk: str):
         domain = services.domain_check(domain=self.get_object())
         return Response(domain_json(domain))

@@ -94,13 +94,14 @@ def test_same_domain_twice_is_409(secret_client):
     assert response.json()["error"]["code"] == "CONFLICT"
 
 
-def test_domain_of_another_project_is_409_without_saying_whose(secret_client, other_client, other_project):
-    add_domain(other_client, "taken.example")
-    mine = secret_client.post("/domains", {"domain": "taken.example"}, format="json")
-    assert mine.status_code == 409
-    again = other_client.post("/domains", {"domain": "taken.example"}, format="json")
-    assert mine.json()["error"]["message"] == again.json()["error"]["message"]
-    assert str(other_project.id) not in str(mine.json()) and "Bob" not in str(mine.json())
+def test_domain_another_project_verified_is_409_without_saying_whose(secret_client, other_client, other_project):
+    add_domain(secret_client, "mine.example")
+    mine = secret_client.post("/domains", {"domain": "mine.example"}, format="json")
+    theirs = secret_client.post("/domains", {"domain": "bob.test"}, format="json")  # verified by Bob's shop
+    assert theirs.status_code == mine.status_code == 409
+    assert theirs.json()["error"]["message"] == 'Domain "bob.test" is already registered'
+    assert mine.json()["error"]["message"] == 'Domain "mine.example" is already registered'
+    assert str(other_project.id) not in str(theirs.json()) and "Bob" not in str(theirs.json())
 
 
 def test_project_id_in_body_must_be_the_callers(secret_client, project, other_project):

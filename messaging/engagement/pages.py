@@ -4,6 +4,10 @@ without JavaScript or cookies.
 A page is authenticated by the signed token in its URL alone (`messaging.engagement.links`). A GET only shows a page with a
 button, so that link scanners and prefetching mail clients change nothing; the change is a POST. A POST to the
 unsubscribe URL is also the RFC 8058 one-click endpoint (`List-Unsubscribe-Post: List-Unsubscribe=One-Click`).
+
+A client address over its limit (`messaging.engagement.limits`) gets a short 429 page, except for a one-click
+unsubscribe: mail providers send those from their own servers, for all their readers, and an unsubscribe must
+never be lost to a limit (repeated, it changes nothing and costs one read).
 """
 
 from django.core import signing
@@ -16,6 +20,7 @@ from django.views.decorators.http import require_http_methods
 
 from contacts.models import Contact
 from contacts.services import contact_subscription_set
+from messaging.engagement.limits import PAGES, limit_exceeded
 from messaging.engagement.links import link_token_read
 from messaging.engagement.services import SNOOZE_PERIODS, contact_snooze_set
 
@@ -40,45 +45,66 @@ def _message(request, title: str, text: str, status: int = 200) -> HttpResponse:
     return render(request, "messaging/message.html", {"title": title, "text": text}, status=status)
 
 
-def _token_page(view):
-    """Resolve the token for `view(request, contact)`: a forged or altered token is a 404 page, a deleted contact a
-    friendly page (there is nothing left to unsubscribe).
+def _token_page(*, one_click: bool = False):
+    """Resolve the token for `view(request, contact, token)`: a forged or altered token is a 404 page, a deleted
+    contact a friendly page (there is nothing left to unsubscribe). Every request counts against the client's
+    limit first, except an RFC 8058 one-click POST to a `one_click` page.
 
     CSRF: these pages are exempt on purpose. The credential is the signed token in the URL, not a cookie, so a
     forged cross-site POST gains nothing the token itself does not already grant; and mail clients send the
     RFC 8058 one-click POST without any cookie or CSRF token.
     """
 
-    @csrf_exempt
-    @never_cache
-    @require_http_methods(["GET", "POST"])
-    def wrapped(request, token: str):
-        try:
-            contact = _contact(token)
-        except (signing.BadSignature, ValueError, TypeError):
-            return _message(
-                request, "Link not valid", "This link is not valid. Please use the link from your email.", 404
-            )
-        except _Gone:
-            if request.method == "POST" and _is_one_click(request):
-                return HttpResponse(status=200)
-            return _message(
-                request,
-                "Nothing to change",
-                "We no longer hold your address for this list, so there is nothing to change and you will not receive our emails.",
-            )
-        return view(request, contact, token)
+    def decorator(view):
+        @csrf_exempt
+        @never_cache
+        @require_http_methods(["GET", "POST"])
+        def wrapped(request, token: str):
+            refused = _over_limit(request, one_click=one_click)
+            if refused is not None:
+                return refused
+            try:
+                contact = _contact(token)
+            except (signing.BadSignature, ValueError, TypeError):
+                return _message(
+                    request, "Link not valid", "This link is not valid. Please use the link from your email.", 404
+                )
+            except _Gone:
+                if request.method == "POST" and _is_one_click(request):
+                    return HttpResponse(status=200)
+                return _message(
+                    request,
+                    "Nothing to change",
+                    "We no longer hold your address for this list, so there is nothing to change and you will not receive our emails.",
+                )
+            return view(request, contact, token)
 
-    wrapped.__name__ = view.__name__
-    wrapped.__doc__ = view.__doc__
-    return wrapped
+        wrapped.__name__ = view.__name__
+        wrapped.__doc__ = view.__doc__
+        return wrapped
+
+    return decorator
+
+
+def _over_limit(request, *, one_click: bool) -> HttpResponse | None:
+    """The 429 page when the client is over its limit; None to go on (always for a one-click unsubscribe)."""
+    if one_click and request.method == "POST" and _is_one_click(request):
+        return None
+    state = limit_exceeded(PAGES, request.META)
+    if state is None:
+        return None
+    response = _message(
+        request, "Too many requests", "Too many requests from your network. Please try again in a minute.", 429
+    )
+    response["Retry-After"] = str(state.reset)
+    return response
 
 
 def _is_one_click(request) -> bool:
     return request.POST.get("List-Unsubscribe") == "One-Click"
 
 
-@_token_page
+@_token_page(one_click=True)
 def unsubscribe_page(request, contact: Contact, token: str) -> HttpResponse:
     if request.method == "GET":
         return render(request, "messaging/unsubscribe.html", {"contact": contact, "token": token})
@@ -89,7 +115,7 @@ def unsubscribe_page(request, contact: Contact, token: str) -> HttpResponse:
     return render(request, "messaging/unsubscribed.html", {"contact": contact, "token": token})
 
 
-@_token_page
+@_token_page()
 def subscribe_page(request, contact: Contact, token: str) -> HttpResponse:
     if request.method == "GET":
         return render(request, "messaging/subscribe.html", {"contact": contact, "token": token})
@@ -97,7 +123,7 @@ def subscribe_page(request, contact: Contact, token: str) -> HttpResponse:
     return _message(request, "You are subscribed", f"{contact.email} will receive our emails again.")
 
 
-@_token_page
+@_token_page()
 def manage_page(request, contact: Contact, token: str) -> HttpResponse:
     notice = ""
     if request.method == "POST":

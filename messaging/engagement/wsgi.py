@@ -20,7 +20,7 @@ def with_tracking_routes(django_application):
         path = environ.get("PATH_INFO", "")
         kind = _KINDS.get(path[:3])
         if kind is not None and environ.get("REQUEST_METHOD") == "GET" and "/" not in path[3:]:
-            target = tracking_hit_answer(kind, path[3:])
+            target = tracking_hit_answer(kind, path[3:], environ)
             if target == "":
                 start_response("200 OK", _PIXEL_HEADERS)
                 return [PIXEL]

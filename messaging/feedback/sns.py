@@ -3,13 +3,14 @@ confirmation, none of which Anymail does itself (it checks only that the SNS hea
 
 A message is accepted only when its topic is on `FEEDBACK_SES_TOPIC_ARNS` and its signature verifies against the
 certificate SNS names, fetched over https from an SNS host of the topic's own region and nowhere else (no redirects,
-a bounded size), so a forged `SigningCertURL` can neither pass nor make us fetch an arbitrary address.
+a bounded size), so a forged `SigningCertURL` can neither pass nor make us fetch an arbitrary address; and only
+while it is at most an hour old (`MAX_AGE`).
 """
 
 import base64
 import hashlib
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import requests
@@ -33,6 +34,10 @@ _HASHES = {"1": hashes.SHA1, "2": hashes.SHA256}
 _CERT_MAX_BYTES = 16 * 1024
 _CERT_CACHE_SECONDS = 24 * 3600
 _TIMEOUT_SECONDS = 10
+# SNS signs the time it published a message, and retries an HTTP/S delivery for an hour at most (a hard limit of
+# its delivery policies). An older message is a replay: once its receipt is purged (FEEDBACK_RECEIPT_RETENTION_DAYS)
+# nothing else would stop it from acting again (a bounce suppressing an address its owner has since fixed).
+MAX_AGE = timedelta(hours=1)
 
 
 class SnsRejected(AnymailWebhookValidationFailure):
@@ -111,14 +116,27 @@ def _string_to_sign(message: dict) -> bytes:
         raise SnsRejected(f"SNS message without {exc.args[0]}") from exc
 
 
+def _check_age(message: dict) -> None:
+    timestamp = message.get("Timestamp")
+    try:
+        published = datetime.fromisoformat(timestamp)
+    except (TypeError, ValueError) as exc:
+        raise SnsRejected(f"Malformed SNS timestamp {timestamp!r}") from exc
+    if published.tzinfo is None:
+        raise SnsRejected(f"SNS timestamp {timestamp!r} has no time zone")
+    if datetime.now(UTC) - published > MAX_AGE:
+        raise SnsRejected(f"SNS message published at {timestamp} is more than an hour old")
+
+
 def sns_message_check(message: dict) -> None:
-    """Raise SnsRejected unless the message comes from SNS, on a topic of the allow-list."""
+    """Raise SnsRejected unless the message comes from SNS, on a topic of the allow-list, within the last hour."""
     if not isinstance(message, dict):
         raise SnsRejected("An SNS message is a JSON object")
     topic_arn = message.get("TopicArn")
     if topic_arn not in settings.FEEDBACK_SES_TOPIC_ARNS:
         raise SnsRejected(f"SNS topic {topic_arn!r} is not on FEEDBACK_SES_TOPIC_ARNS")
     region = _region_of(topic_arn)
+    _check_age(message)  # before the certificate is fetched: a replay costs nothing; a recent one is verified below
     algorithm = _HASHES.get(str(message.get("SignatureVersion")))
     if algorithm is None:
         raise SnsRejected(f"Unsupported SNS signature version {message.get('SignatureVersion')!r}")

@@ -1,16 +1,12 @@
 import json
-import os
 
 import pytest
-import redis
-from django.core.cache import caches
 
 from config.tests.wsgi import wsgi_call
+from conftest import REDIS_URL  # noqa: F401 - the tests of this folder import it from here
 from contacts.models import Contact
 from messaging.models import Email
 from messaging.tests.smtp import start_sink
-
-REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/6")
 
 
 @pytest.fixture
@@ -41,20 +37,6 @@ def send(request, project, secret_client, django_capture_on_commit_callbacks):
             return wsgi_call("POST", "/v1/send", body=json.dumps(body).encode(), headers=headers)
 
     return post
-
-
-@pytest.fixture
-def redis_cache(settings):
-    """Redis as the cache, as in production (the tracking and delivery queues use it); skipped without Redis."""
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
-    except redis.RedisError:
-        pytest.skip(f"needs Redis at {REDIS_URL}")
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
-    cache = caches["default"]
-    cache.clear()
-    yield cache
-    cache.clear()
 
 
 def sent_email(project) -> Email:

@@ -114,19 +114,32 @@ class Aws:
         signature = self.key.sign(text, padding.PKCS1v15(), digest)
         return {**message, "SignatureVersion": version, "Signature": base64.b64encode(signature).decode()}
 
-    def notification(self, ses_event: dict, *, topic_arn: str = TOPIC_ARN, message_id: str | None = None) -> dict:
-        # The envelope of AWS's documented example (SNS "HTTP/HTTPS notification JSON format").
+    def notification(
+        self,
+        ses_event: dict,
+        *,
+        topic_arn: str = TOPIC_ARN,
+        message_id: str | None = None,
+        published: datetime | None = None,
+    ) -> dict:
+        # The envelope of AWS's documented example (SNS "HTTP/HTTPS notification JSON format"), published now unless
+        # told otherwise.
         return self.sign(
             {
                 "Type": "Notification",
                 "MessageId": message_id or str(uuid.uuid4()),
                 "TopicArn": topic_arn,
                 "Message": json.dumps(ses_event),
-                "Timestamp": "2026-11-22T05:59:38.237Z",
+                "Timestamp": sns_timestamp(published),
                 "SigningCertURL": CERT_URL,
                 "UnsubscribeURL": "https://sns.us-east-1.amazonaws.com/?Action=Unsubscribe&SubscriptionArn=x",
             }
         )
+
+
+def sns_timestamp(at: datetime | None = None) -> str:
+    """A time as SNS writes it in `Timestamp` (UTC, milliseconds): now unless given."""
+    return (at or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 @pytest.fixture(name="aws")

@@ -28,6 +28,7 @@ from messaging.tests.feedback import (  # noqa: F401 - fixtures
     sent_email,
     ses_bounce,
     ses_event,
+    sns_timestamp,
 )
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("feedback_settings")]
@@ -57,7 +58,7 @@ def test_ses_subscription_confirmation_fetches_the_subscribe_url(client, aws):
             "Message": f"You have chosen to subscribe to the topic {TOPIC_ARN}.\nTo confirm the subscription, visit "
             "the SubscribeURL included in this message.",
             "SubscribeURL": subscribe_url,
-            "Timestamp": "2026-11-22T05:45:04.751Z",
+            "Timestamp": sns_timestamp(),
             "SigningCertURL": CERT_URL,
         }
     )
@@ -75,7 +76,7 @@ def test_ses_subscription_to_a_foreign_confirm_url_is_refused(client, aws):
             "TopicArn": TOPIC_ARN,
             "Message": "confirm",
             "SubscribeURL": "https://sns.us-east-1.amazonaws.com.evil.test/?Action=ConfirmSubscription",
-            "Timestamp": "2026-11-22T05:45:04.751Z",
+            "Timestamp": sns_timestamp(),
             "SigningCertURL": CERT_URL,
         }
     )
@@ -101,7 +102,7 @@ def test_ses_hard_bounce_bounces_unsubscribes_and_suppresses(client, aws, projec
     assert name == "email.bounce"
     assert data["bounceType"] == "hard"
     assert data["emailId"] == str(email.id)
-    assert data["bouncedAt"] == "2026-11-22T05:59:38.237Z"
+    assert data["bouncedAt"] == message["Timestamp"]  # Anymail: the time SNS published the notification
     contact = Contact.objects.get(id=email.contact_id)
     assert contact.subscribed is False
     assert contact_events(email) == [("contact.unsubscribed", {"source": "bounce"})]
@@ -195,6 +196,33 @@ def test_ses_forged_or_foreign_notifications_are_refused_and_record_nothing(clie
     email.refresh_from_db()
     assert email.status == Email.Status.SENT
     assert all(url == CERT_URL for url in aws.fetched), "no request to any host but SNS"
+
+
+@pytest.mark.parametrize(
+    ("age", "timestamp", "status"),
+    [
+        (timedelta(minutes=59), None, 200),  # SNS retries a delivery for an hour at most
+        (timedelta(minutes=61), None, 403),
+        (timedelta(days=8), None, 403),  # its receipt purged (FEEDBACK_RECEIPT_RETENTION_DAYS): a replay
+        (timedelta(0), "yesterday", 403),
+        (timedelta(0), "", 403),
+    ],
+)
+def test_ses_notifications_older_than_an_hour_are_refused_and_record_nothing(
+    client, aws, project, age, timestamp, status
+):
+    email = sent_email(project.project, provider_message_id="0100019367aa-old-000000")
+    message = aws.notification(ses_bounce(email), published=timezone.now() - age)
+    if timestamp is not None:
+        message = aws.sign({**unsigned(aws, message), "Timestamp": timestamp})  # signed as SNS would, yet refused
+    response = post_sns(client, message, **basic_auth())
+    assert response.status_code == status
+    if status == 403:
+        error = response.json()["error"]  # as for a bad signature
+        assert (error["code"], error["message"]) == ("FORBIDDEN", "The webhook could not be authenticated")
+        assert not WebhookReceipt.objects.exists() and not Event.objects.exists()
+        email.refresh_from_db()
+        assert email.status == Email.Status.SENT
 
 
 def test_ses_is_refused_while_no_topic_is_allowed(client, aws, project, settings):
