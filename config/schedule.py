@@ -17,7 +17,7 @@ BEAT_SCHEDULE = {
         "schedule": timedelta(minutes=1),
         "options": {"expires": 50},
     },
-    # Domains: owners wait for pending domains to verify after publishing records (the spec's 5-minute check),
+    # Domains: owners wait for pending domains to verify after publishing records (a check every 5 minutes),
     # and verified domains are re-checked now and then so a removed DKIM record is noticed. The run only queues
     # bounded per-domain checks; a run left in the queue past the next one is useless.
     "check-sender-domains": {

@@ -1,6 +1,6 @@
 """CSV import of contacts: checked at upload, run by a Celery task in batches of bulk SQL.
 
-Rules (decisions.md): header row required, `email` column required and `subscribed` optional (both matched
+Rules (docs/api/contacts.md): header row required, `email` column required and `subscribed` optional (both matched
 case-insensitively), every other column a data key (header trimmed, case kept) whose cells are typed: `true`/`false`
 booleans, integers without leading zeros and plain decimals numbers, anything else a string; empty cells ignored.
 UTF-8 with or without BOM; comma or semicolon, whichever the header uses more. A bad row is reported with its row

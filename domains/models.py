@@ -9,7 +9,7 @@ from accounts.models import Project
 class Domain(models.Model):
     """One project's claim of a sender domain.
 
-    A pending claim blocks no one (decisions.md): several projects may claim one name, each with its own DKIM key,
+    A pending claim blocks no one: several projects may claim one name, each with its own DKIM key,
     and the first to verify owns it (`domains.services`). So `name` is unique among verified domains across the
     service, and per project among all of them.
     """

@@ -1,6 +1,6 @@
 """The DNS records a domain owner publishes, and the check of each against DNS.
 
-Only the DKIM record is required for `verified` (decisions.md); SPF, DMARC and the return-path CNAME are
+Only the DKIM record is required for `verified`; SPF, DMARC and the return-path CNAME are
 recommended and reported. Expected values depend on settings (SPF include, return-path host), so they are
 computed, not stored; the result of the last check is stored per purpose together with the value it checked, and a
 stored result for a value that has since changed shows as pending again.

@@ -1,6 +1,6 @@
 """`POST /v1/verify`: can this address receive mail, and what kind of address is it.
 
-Order and reason texts follow decisions.md: syntax (email-validator), then flags (disposable, alias, plus
+Order and reason texts (docs/api/domains.md): syntax (email-validator), then flags (disposable, alias, plus
 addressing, personal, typo), then DNS (through domains.dns, cached per domain). Only syntax and DNS change `valid`.
 """
 
@@ -23,7 +23,7 @@ REASON_NULL_MX = "Domain does not accept email (null MX record)"
 REASON_TYPO = "Possible typo detected, did you mean {}?"
 REASON_DNS_FAILED = "Could not check the domain's DNS records: {}"
 
-# Relay and alias services (decisions.md). Matched on the domain or a parent: addy.io and others hand out
+# Relay and alias services. Matched on the domain or a parent: addy.io and others hand out
 # per-user subdomains.
 ALIAS_DOMAINS = frozenset(
     {

@@ -6,7 +6,7 @@
 - Lone surrogates (`\\ud800` without its pair): not text in any encoding; psycopg cannot send them (DRF's string
   fields refused them already, the free-form ones such as `data` and `headers` did not).
 - JSON nested deeper than `MAX_DEPTH` levels: the recursive code behind the parser (DRF's fields, `json.dumps`,
-  copies of the data) ran out of stack at a few hundred levels, another 500. No payload of the spec nests beyond a
+  copies of the data) ran out of stack at a few hundred levels, another 500. No payload of the API nests beyond a
   handful of levels.
 """
 

@@ -64,7 +64,7 @@ JSON_OBJECT = {"type": "object", "additionalProperties": True, "nullable": True}
 
 
 def bare_or_envelope_400(description: str) -> OpenApiResponse:
-    """A 400 that is the bare `{error}` the spec gives for one missing field, or the envelope for a malformed body."""
+    """A 400 that is the bare `{error}` the API gives for one missing field, or the envelope for a malformed body."""
     return OpenApiResponse(
         response={
             "oneOf": [{"$ref": "#/components/schemas/BareError"}, {"$ref": "#/components/schemas/ErrorEnvelope"}]

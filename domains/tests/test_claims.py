@@ -1,5 +1,5 @@
 """Claims of one domain name by several projects: a pending claim blocks no one, the first to verify owns the name
-(decisions.md, "no squatting"). Through HTTP against the loopback DNS server."""
+("no squatting", docs/domains.md). Through HTTP against the loopback DNS server."""
 
 import pytest
 from django.db import IntegrityError, connection, transaction

@@ -19,7 +19,7 @@ from core.time import iso
 from messaging.models import Email
 from messaging.sending.delivery import email_event_data
 
-# Snooze choices of the manage page (decisions.md): key -> (label, weeks, months).
+# Snooze choices of the manage page: key -> (label, weeks, months).
 SNOOZE_PERIODS = {
     "2w": ("2 weeks", 2, 0),
     "1m": ("1 month", 0, 1),
@@ -44,7 +44,7 @@ def snooze_until(period: str, *, now: datetime | None = None) -> datetime:
 
 def contact_snooze_set(*, contact: Contact, period: str | None) -> None:
     """Snooze the contact's marketing mail for `period`, or end the snooze with None. The contact stays subscribed:
-    campaigns and marketing workflow emails skip it while `snoozed_until` is in the future (decisions.md)."""
+    campaigns and marketing workflow emails skip it while `snoozed_until` is in the future."""
     contact.snoozed_until = snooze_until(period) if period else None
     contact.updated_at = timezone.now()
     contact.save(update_fields=["snoozed_until", "updated_at"])

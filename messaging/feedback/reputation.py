@@ -1,4 +1,4 @@
-"""The reputation guard: a project whose mail bounces or draws complaints past the thresholds of decisions.md is
+"""The reputation guard: a project whose mail bounces or draws complaints past the thresholds of docs/feedback.md is
 disabled before it damages the sending infrastructure that every project shares.
 
 Rates are over a rolling 7 days (hard bounces and complaints of that window over the emails sent in it) and count

@@ -7,7 +7,7 @@ anywhere rolls every change back and the provider, seeing a 5xx, delivers the no
    when two copies arrive at once.
 2. Find the email: by the provider's message id, by our own Message-ID (which carries the email id), or by the
    email id the generic webhook names. An unknown message, or a recipient that is not the email's, is ignored.
-3. Move the email (decisions.md "Tracking and feedback") and record its `email.*` event:
+3. Move the email (docs/feedback.md) and record its `email.*` event:
    - delivered: `deliveredAt` once; status DELIVERED only from SENT (never back from opened, bounced, ...);
    - hard bounce / complaint: BOUNCED / COMPLAINED with their timestamp, the contact unsubscribed, the address
      suppressed, and the project's reputation evaluated;

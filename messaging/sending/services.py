@@ -140,7 +140,7 @@ def _email_row(
         data=variables,
         links=links,
     )
-    # Never fails a send: content that does not render falls back to plain substitution (decisions.md).
+    # Never fails a send: content that does not render falls back to plain substitution.
     rendered = rendering.render_email(subject=content.subject, body=content.body, scope=scope, lenient=True)
     html = rendered.html
     if tracking_applies(project=project, email_type=content.type):
@@ -293,7 +293,7 @@ def emails_send_request(*, project: Project, body: dict, raw: dict) -> list[Queu
         raise ValidationFailed.field(
             "from", "Required unless the template has a sender", "invalid_type", received="undefined"
         )
-    # From name precedence (decisions.md): from.name, the deprecated `name`, the template's, the project's.
+    # From name precedence: from.name, the deprecated `name`, the template's, the project's.
     from_name = sender.name or body.get("name") or (template.from_name if template else "") or project.name
     content = SendContent(
         subject=subject,

@@ -1,5 +1,5 @@
 """The reputation guard: bounce and complaint reports arriving over the webhook disable a project past the
-thresholds of decisions.md, and the API then answers 403."""
+thresholds of docs/feedback.md, and the API then answers 403."""
 
 import logging
 import uuid

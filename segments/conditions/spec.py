@@ -1,5 +1,5 @@
 """The condition language: logic, operators, units, fields and the value rules shared by validation, the SQL
-compiler and the Python evaluator (decisions.md, Segments)."""
+compiler and the Python evaluator (docs/segments.md)."""
 
 import json
 import re
@@ -37,7 +37,7 @@ FIELD_OPERATORS = {
 ACTIVITIES = {name: f"{name}_at" for name in ("sent", "delivered", "opened", "clicked", "bounced", "complained")}
 DATE_FIELDS = {"createdAt": "created_at", "updatedAt": "updated_at"}
 
-# A number written as a string ("42", "-3.5") compares like the number (decisions.md). The same pattern runs in
+# A number written as a string ("42", "-3.5") compares like the number. The same pattern runs in
 # Python, SQLite (REGEXP, Python's re) and PostgreSQL (~), so it stays within what all three read alike.
 NUMERIC_PATTERN = r"-?[0-9]+(\.[0-9]+)?"
 DATE_ONLY = re.compile(r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])")

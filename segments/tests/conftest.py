@@ -10,7 +10,7 @@ NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 
 @pytest.fixture
 def people(project, other_project):
-    """Contacts whose data covers the edge cases decisions.md names: "", 0, false, null, missing keys, numeric
+    """Contacts whose data covers the edge cases the condition language names: "", 0, false, null, missing keys, numeric
     strings, dates and nested objects. Returned by short name."""
     rows = {
         "ann": {
