@@ -135,8 +135,14 @@ class PortableUpsert:
         self, *, project: Project, email: str, name: str, subscribed: bool | None, data: dict | None
     ) -> TrackResult:
         with transaction.atomic():
-            upsert = self.upsert(
-                project=project, email=email, subscribed=subscribed, data=data, new_subscribed=True, source="track"
+            upsert = PortableUpsert.upsert(
+                self,
+                project=project,
+                email=email,
+                subscribed=subscribed,
+                data=data,
+                new_subscribed=True,
+                source="track",
             )
             event = event_record(project=project, contact=upsert.contact, name=name, data=upsert.variables)
         return TrackResult(contact=upsert.contact, event=event, created=upsert.created)
@@ -185,7 +191,7 @@ _CONTACT_FIELDS = ("id", "project_id", "email", "subscribed", "snoozed_until", "
 
 
 class PostgresUpsert(PortableUpsert):
-    """Read, merge, then one guarded write; the portable path (in a transaction) when the guard fails."""
+    """Read, merge, then one guarded write; the portable path when the guard fails."""
 
     def read(self, *, project: Project, email: str, data: dict | None, new_subscribed: bool) -> PendingUpsert:
         email = normalize_email(email)
@@ -215,6 +221,7 @@ class PostgresUpsert(PortableUpsert):
         return PendingUpsert(contact=contact, outcome=outcome, variables=changes.variables, version=version)
 
     def write(self, pending: PendingUpsert, *, dependent: Sequence[Model] = ()) -> bool:
+        """`contact_upsert_write`: True when the contact and `dependent` were written, False when nothing was."""
         contact = pending.contact
         params = {
             "project": contact.project_id,
@@ -263,6 +270,7 @@ class PostgresUpsert(PortableUpsert):
                 source=source,
             )
         contact, created = pending.contact, pending.outcome == "created"
+        # A subscription change is its own UPDATE and event, after the write (a new contact records none).
         resubscribed = not created and contact_subscription_set(contact=contact, subscribed=subscribed, source=source)
         return UpsertResult(
             contact=contact,
@@ -274,7 +282,8 @@ class PostgresUpsert(PortableUpsert):
     def track(
         self, *, project: Project, email: str, name: str, subscribed: bool | None, data: dict | None
     ) -> TrackResult:
-        if subscribed is None:  # a subscription change records its own event: the transaction of the portable path
+        # A subscription change (its event recorded by `contact_subscription_set`), or a lost race: the portable path.
+        if subscribed is None:
             pending = self.read(project=project, email=email, data=data, new_subscribed=True)
             contact = pending.contact
             event = Event(
