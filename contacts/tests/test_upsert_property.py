@@ -34,7 +34,9 @@ KEYS = st.sampled_from(["plan", "seats", "a", "b"])
 SCALARS = st.one_of(
     st.booleans(),
     st.integers(-(10**12), 10**12),
-    st.floats(allow_nan=False, allow_infinity=False),
+    # Below 1e15 a float survives jsonb unchanged; above, jsonb writes 7.2e+16 back as the integer 72057594037922220,
+    # which equals no float, so what a path returns (the merge) and what it stored would differ for both paths.
+    st.floats(min_value=-1e15, max_value=1e15),
     st.text(alphabet="aZé 1-", max_size=4),
 )
 # Values as stored: scalars, `null` inside objects and arrays, nested objects and arrays.
