@@ -28,8 +28,10 @@ run: migrate
 	$(BIN)/celery -A config beat --loglevel INFO & \
 	wait
 
+# On PostgreSQL (and Redis) when they answer on 127.0.0.1, else SQLite; an explicit DATABASE_URL always wins.
+# The first line says which (.ci/test_services.py).
 test: install
-	$(BIN)/pytest -q
+	@$(BIN)/python .ci/test_services.py $(BIN)/pytest -q
 
 lint: install
 	$(BIN)/ruff check .

@@ -26,7 +26,9 @@ class DataChanges:
     variables: dict[str, Any] = field(default_factory=dict)
 
     def apply(self, existing: dict | None) -> dict:
-        """The contact's data after this request (a new dict; `existing` is not modified)."""
+        """The contact's data after this request (a new dict; `existing` is not modified): the removed keys dropped,
+        then the stored ones set, at the top level only (a stored object replaces the old value whole). The one
+        statement of the merge: every path, on every database, merges here (`contacts.upsert`)."""
         merged = {key: value for key, value in (existing or {}).items() if key not in self.remove}
         merged.update(self.store)
         return merged

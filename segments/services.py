@@ -11,7 +11,8 @@ from django.utils.text import slugify
 
 from accounts.models import Project
 from contacts.models import Contact
-from contacts.services import contact_upsert, events_record_bulk, events_record_for_contacts, normalize_email
+from contacts.services import events_record_bulk, events_record_for_contacts, normalize_email
+from contacts.upsert import contact_upsert
 from core.errors import Conflict, ValidationFailed
 from segments.conditions import condition_validate
 from segments.models import Segment, SegmentMembership, SegmentType

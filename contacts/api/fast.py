@@ -4,7 +4,7 @@ from accounts.keys import KeyKind
 from config.api.fastroute import FastRoute
 from contacts.api.serializers import TrackInputSerializer
 from contacts.api.views import track_response_data
-from contacts.services import event_track
+from contacts.upsert import event_track
 
 
 def _track(project, values: dict, payload: dict) -> dict:
@@ -23,7 +23,7 @@ TRACK_ROUTE = FastRoute(
     key_kind=KeyKind.PUBLIC,
     serializer=TrackInputSerializer(),
     handle=_track,
-    # event_track is one statement or its own transaction, as for the view (`atomic_writes = False`).
+    # event_track needs no transaction around it, as for the view (`atomic_writes = False`).
     atomic=False,
     headers=(("Vary", "origin"),),
 )

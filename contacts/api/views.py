@@ -14,7 +14,7 @@ from config.api.schema import ERROR_RESPONSE as ERROR
 from config.api.schema import IDEMPOTENCY_KEY, bare_or_envelope_400, count_parameter
 from config.api.validation import validate
 from config.api.views import ApiView, ProjectScopedViewSet
-from contacts import selectors, services
+from contacts import selectors, services, upsert
 from contacts.api import serializers as s
 from contacts.bulk import JOB_TYPES, contacts_bulk_start
 from contacts.imports import JOB_TYPE as IMPORT_JOB_TYPE
@@ -105,7 +105,7 @@ class ContactViewSet(ProjectScopedViewSet):
         if request.data.get("email") in (None, ""):
             raise BareError("Email is required")
         data = validate(s.ContactCreateInputSerializer, request.data)
-        result = services.contact_upsert(
+        result = upsert.contact_upsert(
             project=self.project,
             email=data["email"],
             subscribed=data.get("subscribed"),
@@ -269,7 +269,7 @@ class ContactImportViewSet(ContactViewSet):
     parser_classes = [MultiPartParser]
 
 
-def track_response_data(result: services.TrackResult) -> dict:
+def track_response_data(result: upsert.TrackResult) -> dict:
     """The Track result envelope (also answered by `contacts.api.fast`, the same request in front of Django)."""
     return {
         "success": True,
@@ -283,7 +283,7 @@ def track_response_data(result: services.TrackResult) -> dict:
 
 def _track(request, project) -> Response:
     data = validate(s.TrackInputSerializer, request.data)
-    result = services.event_track(
+    result = upsert.event_track(
         project=project,
         email=data["email"],
         name=data["event"],
@@ -298,7 +298,7 @@ class TrackView(ApiView):
 
     authentication_classes = [PublicKeyAuthentication]
     idempotent = True
-    atomic_writes = False  # event_track is one statement on PostgreSQL, its own transaction elsewhere
+    atomic_writes = False  # event_track writes without a transaction on PostgreSQL, in its own elsewhere
 
     @extend_schema(
         operation_id="v1_track",

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 
 from contacts.models import Contact, Event
-from contacts.services import contact_upsert_read, contact_upsert_write
+from contacts.upsert import contact_upsert_read, contact_upsert_write
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

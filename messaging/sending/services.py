@@ -21,13 +21,8 @@ from django.utils import timezone
 from accounts.models import Project
 from contacts.data_rules import validate_data
 from contacts.models import Contact
-from contacts.services import (
-    contact_upsert,
-    contact_upsert_read,
-    contact_upsert_write,
-    guarded_upsert_supported,
-    normalize_email,
-)
+from contacts.services import normalize_email
+from contacts.upsert import contact_upsert, contact_upsert_read, contact_upsert_write
 from core.db import insert_prepared
 from core.errors import NotFound, ValidationFailed
 from domains.services import sender_domain_for
@@ -188,11 +183,13 @@ def _queue_single(
     *, project: Project, recipient: Address, content: SendContent, data: dict | None, domain_name: str
 ) -> Queued | None:
     """One recipient without attachments or a subscription change, in two statements and no transaction: read the
-    contact, render, then write contact and email together if the contact is still as read (None otherwise, with
-    nothing written)."""
+    contact, render, then write contact and email together if the contact is still as read. None, with nothing
+    written, when it is not, or where the database has no such guarded write (`contacts.upsert`)."""
     pending = contact_upsert_read(
         project=project, email=recipient.email, data=_recipient_data(data, recipient), new_subscribed=False
     )
+    if pending is None:
+        return None
     contact = pending.contact
     email = _email_row(
         project=project,
@@ -222,7 +219,7 @@ def emails_queue(
     domain = sender_domain_for(project=project, address=content.sender.email)
     _check_opt_outs(project, recipients, content, subscribed)
     recipients_check_suppressed(project=project, recipients=recipients, email_type=content.type)
-    if len(recipients) == 1 and not content.attachments and subscribed is None and guarded_upsert_supported():
+    if len(recipients) == 1 and not content.attachments and subscribed is None:
         single = _queue_single(
             project=project, recipient=recipients[0], content=content, data=data, domain_name=domain.name
         )
