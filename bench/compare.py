@@ -26,7 +26,7 @@ def checkout(revision: str) -> Path:
     ).stdout.strip()
     folder = Path("/tmp") / f"herald-bench-base-{sha}"
     if not folder.exists():
-        subprocess.run(["git", "worktree", "add", "--detach", str(folder), sha], cwd=ROOT, check=True)
+        subprocess.run(["git", "worktree", "add", "--detach", str(folder), sha], cwd=ROOT, check=True, stdout=sys.stderr)
     return folder
 
 
