@@ -17,6 +17,8 @@ from config.api.fields import IsoDateTimeField
 from core.time import iso
 
 _MISSING = object()
+# Row type -> whether it is read by key (a Mapping, as DRF decides): the ABC check costs more than writing a field.
+_is_mapping: dict[type, bool] = {}
 
 
 class OutputSerializer(serializers.Serializer):
@@ -48,8 +50,12 @@ class OutputSerializer(serializers.Serializer):
         cls._steps = (tuple(by_attribute), tuple(by_key))
 
     def to_representation(self, instance):
+        row_type = type(instance)
+        is_mapping = _is_mapping.get(row_type)
+        if is_mapping is None:
+            is_mapping = _is_mapping[row_type] = isinstance(instance, Mapping)
         data = {}
-        for name, read, write, field in self._steps[isinstance(instance, Mapping)]:
+        for name, read, write, field in self._steps[is_mapping]:
             try:
                 value = read(instance)
             except (KeyError, AttributeError):
