@@ -165,14 +165,14 @@ def event_list(*, project: Project, name: str | None = None, contact_id=None) ->
 
 
 def event_stats(*, project: Project, days: int) -> list[dict]:
+    """Per event name over the last `days` days, most frequent first: `{name, count, unique_contacts}`."""
     since = timezone.now() - timedelta(days=days)
-    rows = (
+    return list(
         Event.objects.filter(project=project, created_at__gte=since)
         .values("name")
-        .annotate(count=Count("id"), unique=Count("contact_id", distinct=True))
+        .annotate(count=Count("id"), unique_contacts=Count("contact_id", distinct=True))
         .order_by("-count", "name")
     )
-    return [{"name": r["name"], "count": r["count"], "uniqueContacts": r["unique"]} for r in rows]
 
 
 def event_names(*, project: Project) -> list[str]:

@@ -3,6 +3,8 @@
 Cursor lists are keyset-paginated on (sort field, primary key), so page 10,000 costs what page 1 costs; the
 cursor is signed, and a cursor that was altered, or that belongs to another sort order, is a 400. Page-based
 lists (campaigns, templates, segment members) use LIMIT/OFFSET as the spec defines them, with their own key order.
+Every envelope writes its rows with the endpoint's output serializer (`many=True`), the class that also describes
+them in the schema.
 """
 
 from collections.abc import Callable, Iterable
@@ -11,9 +13,10 @@ from typing import Any
 
 from django.core import signing
 from django.db.models import Q, QuerySet
+from rest_framework.serializers import BaseSerializer
 
 from core.errors import BadRequest, ValidationFailed
-from core.pages import Page
+from core.pages import CursorPage, Page
 
 _cursor_signer = signing.Signer(salt="herald.api.cursor")
 
@@ -67,10 +70,11 @@ def cursor_page(
     params,
     *,
     sort: CursorSort,
-    serialize: Callable[[Any], dict],
+    serializer: type[BaseSerializer],
     count: Callable[[], int] | None = None,
 ) -> dict:
-    """`{data, cursor, hasMore, total}`; `total` only on the first page (0 after), as the spec says."""
+    """`{data, cursor, hasMore, total}` with the rows written by `serializer`; `total` only on the first page (0
+    after), as the spec says."""
     limit = int_param(params, "limit", default=20, maximum=100)
     sort_name = choice_param(params, "sort", sort.fields, sort.default)
     direction = choice_param(params, "dir", ("asc", "desc"), sort.default_dir)
@@ -93,7 +97,16 @@ def cursor_page(
     rows = rows[:limit]
     next_cursor = _encode(sort_name, direction, getattr(rows[-1], field), rows[-1].pk) if has_more else None
     total = (count() if count else queryset.count()) if not cursor else 0
-    return {"data": [serialize(row) for row in rows], "cursor": next_cursor, "hasMore": has_more, "total": total}
+    return cursor_page_envelope(CursorPage(rows, next_cursor, has_more, total), serializer)
+
+
+def cursor_page_envelope(page: CursorPage, serializer: type[BaseSerializer]) -> dict:
+    return {
+        "data": serializer(page.rows, many=True).data,
+        "cursor": page.cursor,
+        "hasMore": page.has_more,
+        "total": page.total,
+    }
 
 
 def offset_page(queryset: QuerySet, params, *, max_page_size: int = 100) -> Page:
@@ -107,10 +120,10 @@ def offset_page(queryset: QuerySet, params, *, max_page_size: int = 100) -> Page
     return Page(rows=rows, page=page, page_size=page_size, total=total)
 
 
-def numbered_page_envelope(page: Page, serialize: Callable[[Any], dict]) -> dict:
+def numbered_page_envelope(page: Page, serializer: type[BaseSerializer]) -> dict:
     """`{data, total, page, pageSize, totalPages}`: the spec's envelope of every page-based list."""
     return {
-        "data": [serialize(row) for row in page.rows],
+        "data": serializer(page.rows, many=True).data,
         "total": page.total,
         "page": page.page,
         "pageSize": page.page_size,

@@ -14,11 +14,11 @@ from rest_framework.routers import SimpleRouter
 from accounts.jobs import job_create
 from accounts.models import Job
 from config.api.authentication import PublicKeyAuthentication
+from config.api.fields import IsoDateTimeField
 from config.api.pagination import CursorSort, cursor_page
 from config.api.validation import validate
 from config.api.views import ApiView, ProjectScopedViewSet
 from core.errors import BadRequest
-from core.time import iso
 
 
 class ProbeInput(serializers.Serializer):
@@ -60,20 +60,19 @@ class WritingProbe(ApiView):
         return Response({"job": str(job.id)})
 
 
+class ProbeJobOutput(serializers.Serializer):
+    id = serializers.UUIDField()
+    type = serializers.CharField()
+    createdAt = IsoDateTimeField(source="created_at")
+
+
 class JobViewSet(ProjectScopedViewSet):
     queryset = Job.objects.all()
     resource_name = "Job"
 
     def list(self, request):
         sort = CursorSort({"createdAt": "created_at", "type": "type"}, default="createdAt")
-        return Response(
-            cursor_page(
-                self.get_queryset(),
-                request.query_params,
-                sort=sort,
-                serialize=lambda job: {"id": str(job.id), "type": job.type, "createdAt": iso(job.created_at)},
-            )
-        )
+        return Response(cursor_page(self.get_queryset(), request.query_params, sort=sort, serializer=ProbeJobOutput))
 
     def retrieve(self, request, pk=None):
         return Response({"id": str(self.get_object().id)})

@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from config.api.fields import IsoDateTimeField, StrictBooleanField, StrictCharField, StrictEmailField
 from config.api.schema import JSON_OBJECT
+from config.api.serializers import OutputSerializer
 from contacts.data_rules import validate_data
 from contacts.services import event_name_is_reserved
 
@@ -126,7 +127,7 @@ class FieldValuesSerializer(serializers.Serializer):
     count = serializers.IntegerField()
 
 
-class UsageItemSerializer(serializers.Serializer):
+class UsageItemSerializer(OutputSerializer):
     id = serializers.CharField()
     name = serializers.CharField()
 
@@ -209,7 +210,7 @@ class TrackOutputSerializer(serializers.Serializer):
     data = TrackDataSerializer()
 
 
-class EventOutputSerializer(serializers.Serializer):
+class EventOutputSerializer(OutputSerializer):
     id = serializers.UUIDField()
     name = serializers.CharField()
     contactId = serializers.UUIDField(source="contact_id")
@@ -226,23 +227,23 @@ class EventPageSerializer(serializers.Serializer):
     total = serializers.IntegerField()
 
 
-class EventStatSerializer(serializers.Serializer):
+class EventStatSerializer(OutputSerializer):
     name = serializers.CharField()
     count = serializers.IntegerField()
-    uniqueContacts = serializers.IntegerField()
+    uniqueContacts = serializers.IntegerField(source="unique_contacts")
 
 
-class EventNamesSerializer(serializers.Serializer):
-    eventNames = serializers.ListField(child=serializers.CharField())
+class EventNamesSerializer(OutputSerializer):
+    eventNames = serializers.ListField(child=serializers.CharField(), source="event_names")
 
 
-class EventUsageSerializer(serializers.Serializer):
-    usedInSegments = UsageItemSerializer(many=True)
-    usedInWorkflows = UsageItemSerializer(many=True)
-    totalCount = serializers.IntegerField()
-    uniqueContacts = serializers.IntegerField()
-    canDelete = serializers.BooleanField()
+class EventUsageSerializer(OutputSerializer):
+    usedInSegments = UsageItemSerializer(many=True, source="used_in_segments")
+    usedInWorkflows = UsageItemSerializer(many=True, source="used_in_workflows")
+    totalCount = serializers.IntegerField(source="total_count")
+    uniqueContacts = serializers.IntegerField(source="unique_contacts")
+    canDelete = serializers.BooleanField(source="can_delete")
 
 
-class DeletedCountSerializer(serializers.Serializer):
-    deletedCount = serializers.IntegerField()
+class DeletedCountSerializer(OutputSerializer):
+    deletedCount = serializers.IntegerField(source="deleted_count")

@@ -39,17 +39,6 @@ def contact_json(contact: Contact) -> dict:
     return s.ContactOutputSerializer(contact).data
 
 
-def event_json(event: Event) -> dict:
-    return {
-        "id": str(event.id),
-        "name": event.name,
-        "contactId": str(event.contact_id),
-        "emailId": str(event.email_id) if event.email_id else None,
-        "data": event.data,
-        "createdAt": iso(event.created_at),
-    }
-
-
 def _job_for(project, job_id, types) -> Job:
     job = Job.objects.filter(project=project, type__in=types).filter(pk=_uuid_or_none(job_id)).first()
     if job is None:
@@ -89,7 +78,7 @@ class ContactViewSet(ProjectScopedViewSet):
         params = request.query_params
         subscribed = {"true": True, "false": False}.get(params.get("subscribed", "").lower())
         queryset = selectors.contact_list(project=self.project, search=params.get("search"), subscribed=subscribed)
-        return Response(cursor_page(queryset, params, sort=CONTACT_SORT, serialize=contact_json))
+        return Response(cursor_page(queryset, params, sort=CONTACT_SORT, serializer=s.ContactOutputSerializer))
 
     @extend_schema(
         operation_id="contacts_upsert",
@@ -337,7 +326,7 @@ class EventViewSet(ProjectScopedViewSet):
         if contact_id is not None and _uuid_or_none(contact_id) is None:
             raise ValidationFailed.field("contactId", "Invalid uuid", "invalid_string")
         queryset = selectors.event_list(project=self.project, name=params.get("name"), contact_id=contact_id)
-        return Response(cursor_page(queryset, params, sort=EVENT_SORT, serialize=event_json))
+        return Response(cursor_page(queryset, params, sort=EVENT_SORT, serializer=s.EventOutputSerializer))
 
     @extend_schema(
         operation_id="events_of_contact",
@@ -349,7 +338,8 @@ class EventViewSet(ProjectScopedViewSet):
         if contact_uuid is None or not Contact.objects.filter(project=self.project, pk=contact_uuid).exists():
             raise NotFound("Contact", contact_id)
         queryset = selectors.event_list(project=self.project, contact_id=contact_uuid)
-        return Response(cursor_page(queryset, request.query_params, sort=EVENT_SORT, serialize=event_json))
+        page = cursor_page(queryset, request.query_params, sort=EVENT_SORT, serializer=s.EventOutputSerializer)
+        return Response(page)
 
     @extend_schema(
         operation_id="events_stats",
@@ -358,21 +348,22 @@ class EventViewSet(ProjectScopedViewSet):
     )
     def stats(self, request):
         days = int_param(request.query_params, "days", default=30, maximum=3650)
-        return Response(selectors.event_stats(project=self.project, days=days))
+        return Response(s.EventStatSerializer(selectors.event_stats(project=self.project, days=days), many=True).data)
 
     @extend_schema(operation_id="events_names", responses={200: s.EventNamesSerializer})
     def names(self, request):
-        return Response({"eventNames": selectors.event_names(project=self.project)})
+        names = selectors.event_names(project=self.project)
+        return Response(s.EventNamesSerializer({"event_names": names}).data)
 
     def _usage(self, name: str) -> dict:
         used_in = event_usage(project=self.project, name=name)
         total, unique = selectors.event_name_counts(project=self.project, name=name)
         return {
-            "usedInSegments": used_in["segments"],
-            "usedInWorkflows": used_in["workflows"],
-            "totalCount": total,
-            "uniqueContacts": unique,
-            "canDelete": not any(used_in.values()),
+            "used_in_segments": used_in["segments"],
+            "used_in_workflows": used_in["workflows"],
+            "total_count": total,
+            "unique_contacts": unique,
+            "can_delete": not any(used_in.values()),
         }
 
     @extend_schema(
@@ -381,7 +372,7 @@ class EventViewSet(ProjectScopedViewSet):
         responses={200: s.EventUsageSerializer},
     )
     def usage(self, request, event_name=None):
-        return Response(self._usage(event_name))
+        return Response(s.EventUsageSerializer(self._usage(event_name)).data)
 
     @extend_schema(
         operation_id="events_delete_by_name",
@@ -390,9 +381,10 @@ class EventViewSet(ProjectScopedViewSet):
     )
     def delete_by_name(self, request, event_name=None):
         usage = self._usage(event_name)
-        if not usage["canDelete"]:
+        if not usage["can_delete"]:
             raise Conflict(
                 f'Event "{event_name}" is in use and cannot be deleted',
-                details={"usedInSegments": usage["usedInSegments"], "usedInWorkflows": usage["usedInWorkflows"]},
+                details={"usedInSegments": usage["used_in_segments"], "usedInWorkflows": usage["used_in_workflows"]},
             )
-        return Response({"deletedCount": services.events_delete_by_name(project=self.project, name=event_name)})
+        deleted = services.events_delete_by_name(project=self.project, name=event_name)
+        return Response(s.DeletedCountSerializer({"deleted_count": deleted}).data)

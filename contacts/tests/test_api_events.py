@@ -32,7 +32,7 @@ def timeline(make_contact):
     return ada, bob
 
 
-def test_list_is_newest_first_with_event_json(secret_client, timeline, django_assert_max_num_queries):
+def test_list_is_newest_first(secret_client, timeline, django_assert_max_num_queries):
     with django_assert_max_num_queries(4):
         response = secret_client.get("/events")
     body = response.json()

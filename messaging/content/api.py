@@ -12,8 +12,8 @@ from config.api.views import ProjectScopedViewSet
 from core.errors import ValidationFailed
 from messaging.content import serializers as s
 from messaging.content import services
-from messaging.content.usage import template_usage
-from messaging.models import Email, EmailType, Template
+from messaging.content.usage import template_usage_summary
+from messaging.models import EmailType, Template
 
 TEMPLATE_SORT = {"name": "name", "createdAt": "created_at", "updatedAt": "updated_at"}
 
@@ -52,7 +52,7 @@ class TemplateViewSet(ProjectScopedViewSet):
         field = TEMPLATE_SORT[choice_param(params, "sort", TEMPLATE_SORT, "createdAt")]
         prefix = "" if choice_param(params, "dir", ("asc", "desc"), "desc") == "asc" else "-"
         page = offset_page(queryset.order_by(f"{prefix}{field}", f"{prefix}id"), params)
-        return Response(numbered_page_envelope(page, s.template_json))
+        return Response(numbered_page_envelope(page, s.TemplateOutputSerializer))
 
     @extend_schema(
         summary="Create a template",
@@ -67,17 +67,18 @@ class TemplateViewSet(ProjectScopedViewSet):
             raise BareError("from is required: the sender address of the template")
         values = validate(s.TemplateInputSerializer, request.data)
         template = services.template_create(project=self.project, **values)
-        return Response(s.template_json(template), status=201)
+        return Response(s.TemplateOutputSerializer(template).data, status=201)
 
     @extend_schema(summary="Get a template", responses=s.TemplateOutputSerializer)
     def retrieve(self, request, pk=None):
-        return Response(s.template_json(self.get_object()))
+        return Response(s.TemplateOutputSerializer(self.get_object()).data)
 
     @extend_schema(summary="Update a template", request=s.TemplateInputSerializer, responses=s.TemplateOutputSerializer)
     def partial_update(self, request, pk=None):
         template = self.get_object()
         values = validate(s.TemplateInputSerializer, request.data, partial=True)
-        return Response(s.template_json(services.template_update(template=template, **values)))
+        template = services.template_update(template=template, **values)
+        return Response(s.TemplateOutputSerializer(template).data)
 
     @extend_schema(summary="Delete a template (409 while a campaign or workflow uses it)", responses={204: None})
     def destroy(self, request, pk=None):
@@ -87,10 +88,8 @@ class TemplateViewSet(ProjectScopedViewSet):
     @extend_schema(summary="Duplicate a template", request=None, responses={201: s.IdSerializer})
     def duplicate(self, request, pk=None):
         copy = services.template_duplicate(template=self.get_object())
-        return Response({"id": str(copy.id)}, status=201)
+        return Response(s.IdSerializer(copy).data, status=201)
 
     @extend_schema(summary="Campaigns and workflow steps using a template", responses=s.TemplateUsageSerializer)
     def usage(self, request, pk=None):
-        template = self.get_object()
-        sent = Email.objects.filter(template=template, sent_at__isnull=False).count()
-        return Response({**template_usage(template), "emailsSent": sent})
+        return Response(s.TemplateUsageSerializer(template_usage_summary(self.get_object())).data)

@@ -1,8 +1,11 @@
+"""Input and output serializers of the templates endpoints, with explicit camelCase names."""
+
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
-from core.time import iso
-from messaging.models import EmailType, Template
+from config.api.fields import IsoDateTimeField
+from config.api.serializers import OutputSerializer
+from messaging.models import EmailType
 
 
 def no_line_breaks(value: str) -> str:
@@ -28,41 +31,28 @@ class TemplateInputSerializer(serializers.Serializer):
         self.fields["from"] = serializers.EmailField(source="from_email", max_length=320, required=False)
 
 
-def template_json(template: Template) -> dict:
-    return {
-        "id": str(template.id),
-        "name": template.name,
-        "description": template.description,
-        "subject": template.subject,
-        "body": template.body,
-        "from": template.from_email,
-        "fromName": template.from_name,
-        "replyTo": template.reply_to,
-        "type": template.type,
-        "projectId": str(template.project_id),
-        "createdAt": iso(template.created_at),
-        "updatedAt": iso(template.updated_at),
-    }
-
-
-class TemplateOutputSerializer(serializers.Serializer):
-    """Schema of a template as returned (the views build it with `template_json`)."""
-
+class TemplateOutputSerializer(OutputSerializer):
     id = serializers.UUIDField()
     name = serializers.CharField()
     description = serializers.CharField()
     subject = serializers.CharField()
     body = serializers.CharField()
-    fromName = serializers.CharField()
-    replyTo = serializers.CharField()
+    fromName = serializers.CharField(source="from_name")
+    replyTo = serializers.CharField(source="reply_to")
     type = serializers.ChoiceField(choices=EmailType.choices)
-    projectId = serializers.UUIDField()
-    createdAt = serializers.DateTimeField()
-    updatedAt = serializers.DateTimeField()
+    projectId = serializers.UUIDField(source="project_id")
+    createdAt = IsoDateTimeField(source="created_at")
+    updatedAt = IsoDateTimeField(source="updated_at")
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["from"] = serializers.EmailField()
+    def get_fields(self):
+        # `from` is a Python keyword, so it cannot be a class attribute; it goes after `body`, where the API has
+        # always written it.
+        fields = {}
+        for name, field in super().get_fields().items():
+            fields[name] = field
+            if name == "body":
+                fields["from"] = serializers.EmailField(source="from_email")
+        return fields
 
 
 @extend_schema_serializer(many=False)  # the page envelope itself, not a list of them
@@ -74,11 +64,11 @@ class TemplatePageSerializer(serializers.Serializer):
     totalPages = serializers.IntegerField()
 
 
-class TemplateUsageSerializer(serializers.Serializer):
+class TemplateUsageSerializer(OutputSerializer):
     campaigns = serializers.ListField(child=serializers.DictField())
-    workflowSteps = serializers.ListField(child=serializers.DictField())
-    emailsSent = serializers.IntegerField()
+    workflowSteps = serializers.ListField(child=serializers.DictField(), source="workflow_steps")
+    emailsSent = serializers.IntegerField(source="emails_sent")
 
 
-class IdSerializer(serializers.Serializer):
+class IdSerializer(OutputSerializer):
     id = serializers.UUIDField()

@@ -6,8 +6,9 @@ so that messaging never imports them.
 """
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
-from messaging.models import Template
+from messaging.models import Email, Template
 
 TemplateUsageFinder = Callable[[Template], list[dict]]
 USAGE_KINDS = ("campaigns", "workflowSteps")
@@ -28,3 +29,17 @@ def unregister_template_usage(kind: str, finder: TemplateUsageFinder) -> None:
 
 def template_usage(template: Template) -> dict[str, list[dict]]:
     return {kind: [item for finder in finders for item in finder(template)] for kind, finders in _finders.items()}
+
+
+@dataclass(frozen=True)
+class TemplateUsage:
+    campaigns: list[dict]
+    workflow_steps: list[dict]
+    emails_sent: int
+
+
+def template_usage_summary(template: Template) -> TemplateUsage:
+    """What uses the template, and how many emails were sent from it."""
+    usage = template_usage(template)
+    sent = Email.objects.filter(template=template, sent_at__isnull=False).count()
+    return TemplateUsage(campaigns=usage["campaigns"], workflow_steps=usage["workflowSteps"], emails_sent=sent)

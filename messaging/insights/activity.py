@@ -2,6 +2,7 @@
 the first), keyset-paginated across sources, plus the counts the dashboard shows beside it."""
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.core import signing
@@ -12,6 +13,7 @@ from accounts.models import Project
 from contacts.models import Event
 from contacts.services import SUBSCRIBED_EVENT, UNSUBSCRIBED_EVENT
 from core.errors import BadRequest
+from core.pages import CursorPage
 from messaging.insights.registry import (
     ActivityFilters,
     ActivityItem,
@@ -147,8 +149,8 @@ def _cursor_read(cursor: str) -> tuple[datetime, uuid.UUID]:
         raise BadRequest("Invalid cursor", details={"parameter": "cursor"}) from None
 
 
-def activity_feed(*, project: Project, filters: ActivityFilters, limit: int, cursor: str | None) -> dict:
-    """The cursor envelope over all sources, newest first.
+def activity_feed(*, project: Project, filters: ActivityFilters, limit: int, cursor: str | None) -> CursorPage:
+    """A page of `ActivityItem`s over all sources, newest first.
 
     1. Each source returns its next `limit + 1` rows after the cursor position (timestamp, id), from its own
        index, so a page costs the same wherever it is.
@@ -174,12 +176,7 @@ def activity_feed(*, project: Project, filters: ActivityFilters, limit: int, cur
     items.sort(key=lambda item: (item.timestamp, item.id), reverse=True)
     has_more = len(items) > limit
     items = items[:limit]
-    return {
-        "data": [item.as_json() for item in items],
-        "cursor": _cursor(items[-1]) if has_more else None,
-        "hasMore": has_more,
-        "total": total,
-    }
+    return CursorPage(rows=items, cursor=_cursor(items[-1]) if has_more else None, has_more=has_more, total=total)
 
 
 def activity_recent_count(*, project: Project, minutes: int) -> int:
@@ -193,11 +190,11 @@ def activity_types_present(*, project: Project) -> list[str]:
     return [t for t in ACTIVITY_TYPES if t in present] + sorted(present - set(ACTIVITY_TYPES))
 
 
-def activity_upcoming(*, project: Project, limit: int, days_ahead: int) -> list[dict]:
+def activity_upcoming(*, project: Project, limit: int, days_ahead: int) -> list[ActivityItem]:
     until = timezone.now() + timedelta(days=days_ahead)
     items = [item for provider in upcoming_providers() for item in provider(project=project, until=until, limit=limit)]
     items.sort(key=lambda item: (item.timestamp, item.id))
-    return [item.as_json() for item in items[:limit]]
+    return items[:limit]
 
 
 def percent(part: int, whole: int) -> float:
@@ -205,7 +202,18 @@ def percent(part: int, whole: int) -> float:
     return round(part * 100 / whole, 1) if whole else 0.0
 
 
-def activity_stats(*, project: Project, days: int) -> dict:
+@dataclass(frozen=True)
+class ActivityStats:
+    total_events: int
+    total_emails_sent: int
+    total_emails_opened: int
+    total_emails_clicked: int
+    total_workflows_started: int
+    open_rate: float
+    click_rate: float
+
+
+def activity_stats(*, project: Project, days: int) -> ActivityStats:
     """Counts over the last `days` days: events from the events table, emails from the hourly rollup (from the
     start of the hour `days` days ago), workflow starts from the workflows app's counter."""
     since = timezone.now() - timedelta(days=days)
@@ -213,12 +221,12 @@ def activity_stats(*, project: Project, days: int) -> dict:
         project=project, hour__gte=since.replace(minute=0, second=0, microsecond=0)
     ).aggregate(sent=Sum("sent"), opened=Sum("opened"), clicked=Sum("clicked"))
     sent, opened, clicked = (emails[key] or 0 for key in ("sent", "opened", "clicked"))
-    return {
-        "totalEvents": Event.objects.filter(project=project, created_at__gte=since).count(),
-        "totalEmailsSent": sent,
-        "totalEmailsOpened": opened,
-        "totalEmailsClicked": clicked,
-        "totalWorkflowsStarted": activity_counter("totalWorkflowsStarted", project=project, since=since),
-        "openRate": percent(opened, sent),
-        "clickRate": percent(clicked, sent),
-    }
+    return ActivityStats(
+        total_events=Event.objects.filter(project=project, created_at__gte=since).count(),
+        total_emails_sent=sent,
+        total_emails_opened=opened,
+        total_emails_clicked=clicked,
+        total_workflows_started=activity_counter("totalWorkflowsStarted", project=project, since=since),
+        open_rate=percent(opened, sent),
+        click_rate=percent(clicked, sent),
+    )

@@ -1,6 +1,8 @@
 """The analytics endpoints' reads: the email time series (from the hourly rollup), the most frequent events with
 their trend, and campaign figures aggregated over `Email.campaign_id` (named through the campaign directory)."""
 
+import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 
 from django.db.models import Count, F, Max, Q, Sum
@@ -10,7 +12,6 @@ from django.utils.dateparse import parse_date, parse_datetime
 
 from accounts.models import Project
 from contacts.models import Event
-from core.time import iso
 from messaging.insights.activity import percent
 from messaging.insights.registry import campaign_directory
 from messaging.insights.rollup import hour_of
@@ -48,7 +49,20 @@ def bucket_of(moment: datetime, interval: str) -> datetime:
     return moment.replace(hour=0) if interval == "day" else moment
 
 
-def email_timeseries(*, project: Project, start: datetime, end: datetime, interval: str) -> list[dict]:
+@dataclass(frozen=True)
+class SeriesPoint:
+    """The counts of one UTC day or hour, from `date` on (the names of SERIES)."""
+
+    date: datetime
+    emails: int
+    delivered: int
+    opens: int
+    clicks: int
+    bounces: int
+    complaints: int
+
+
+def email_timeseries(*, project: Project, start: datetime, end: datetime, interval: str) -> list[SeriesPoint]:
     """One point per UTC day or hour whose interval meets [start, end], zero-filled; each point counts its whole
     interval. Reads at most 24 x 366 rollup rows, grouped by the database for days."""
     first, last = bucket_of(start, interval), bucket_of(end, interval)
@@ -63,7 +77,7 @@ def email_timeseries(*, project: Project, start: datetime, end: datetime, interv
     points, moment = [], first
     while moment <= last:
         values = found.get(moment) or dict.fromkeys(SERIES, 0)
-        points.append({"date": iso(moment), **{name: values[name] for name in SERIES}})
+        points.append(SeriesPoint(date=moment, **{name: values[name] for name in SERIES}))
         moment += step
     return points
 
@@ -75,7 +89,14 @@ def _trend(current: int, previous: int) -> int:
     return 100 if current else 0
 
 
-def top_events(*, project: Project, limit: int, days: int) -> list[dict]:
+@dataclass(frozen=True)
+class TopEvent:
+    name: str
+    count: int
+    trend: int
+
+
+def top_events(*, project: Project, limit: int, days: int) -> list[TopEvent]:
     """The most frequent event names (tracked and system) of the last `days` days, with the trend against the
     `days` days before. Two grouped counts over the (project, created_at) index."""
     now = timezone.now()
@@ -95,7 +116,7 @@ def top_events(*, project: Project, limit: int, days: int) -> list[dict]:
         .order_by()
     )
     return [
-        {"name": row["name"], "count": row["count"], "trend": _trend(row["count"], previous.get(row["name"], 0))}
+        TopEvent(name=row["name"], count=row["count"], trend=_trend(row["count"], previous.get(row["name"], 0)))
         for row in current
     ]
 
@@ -117,28 +138,49 @@ def _campaign_rows(project: Project, days: int):
     )
 
 
-def top_campaigns(*, project: Project, limit: int, days: int) -> list[dict]:
+@dataclass(frozen=True)
+class CampaignFigures:
+    id: uuid.UUID
+    name: str | None
+    subject: str
+    sent_count: int
+    opened_count: int
+    clicked_count: int
+    open_rate: float
+    click_rate: float
+
+
+def top_campaigns(*, project: Project, limit: int, days: int) -> list[CampaignFigures]:
     rows = list(_campaign_rows(project, days).order_by("-opened", "-sent", "campaign_id")[:limit])
     known = campaign_directory().describe(project=project, campaign_ids=[row["campaign_id"] for row in rows])
     out = []
     for row in rows:
         info = known.get(row["campaign_id"])
         out.append(
-            {
-                "id": str(row["campaign_id"]),
-                "name": info.name if info else None,
-                "subject": info.subject if info else row["subject"],
-                "sentCount": row["sent"],
-                "openedCount": row["opened"],
-                "clickedCount": row["clicked"],
-                "openRate": percent(row["opened"], row["sent"]),
-                "clickRate": percent(row["clicked"], row["sent"]),
-            }
+            CampaignFigures(
+                id=row["campaign_id"],
+                name=info.name if info else None,
+                subject=info.subject if info else row["subject"],
+                sent_count=row["sent"],
+                opened_count=row["opened"],
+                clicked_count=row["clicked"],
+                open_rate=percent(row["opened"], row["sent"]),
+                click_rate=percent(row["clicked"], row["sent"]),
+            )
         )
     return out
 
 
-def campaign_stats(*, project: Project, days: int) -> dict:
+@dataclass(frozen=True)
+class CampaignStats:
+    total: int
+    active: int
+    completed: int
+    average_open_rate: float
+    average_click_rate: float
+
+
+def campaign_stats(*, project: Project, days: int) -> CampaignStats:
     """`{total, active, completed}` from the campaigns app when it answers, else from the emails (a campaign is
     active while some of its emails wait to be sent); the average rates over all its emails' sends."""
     rows = list(_campaign_rows(project, days).order_by())
@@ -147,10 +189,10 @@ def campaign_stats(*, project: Project, days: int) -> dict:
     if counts is None:
         active = sum(1 for row in rows if row["pending"])
         counts = {"total": len(rows), "active": active, "completed": len(rows) - active}
-    return {
-        "total": counts["total"],
-        "active": counts["active"],
-        "completed": counts["completed"],
-        "averageOpenRate": percent(opened, sent),
-        "averageClickRate": percent(clicked, sent),
-    }
+    return CampaignStats(
+        total=counts["total"],
+        active=counts["active"],
+        completed=counts["completed"],
+        average_open_rate=percent(opened, sent),
+        average_click_rate=percent(clicked, sent),
+    )

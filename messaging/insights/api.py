@@ -1,4 +1,4 @@
-"""Activity and analytics endpoints: parse the query, call one read of `messaging.insights`, return it."""
+"""Activity and analytics endpoints: parse the query, call one read of `messaging.insights`, serialize it."""
 
 import uuid
 from datetime import datetime, timedelta
@@ -6,15 +6,15 @@ from datetime import datetime, timedelta
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import serializers
 from rest_framework.response import Response
 
-from config.api.pagination import int_param
+from config.api.pagination import cursor_page_envelope, int_param
 from config.api.schema import ERROR_RESPONSE as ERROR
 from config.api.schema import count_parameter
 from config.api.views import ApiView
 from core.errors import ValidationFailed
 from messaging.insights import activity, analytics
+from messaging.insights import serializers as s
 from messaging.insights.registry import ActivityFilters
 
 MAX_RANGE = timedelta(days=366)
@@ -82,84 +82,6 @@ def _days(params) -> int:
     return int_param(params, "days", default=30, maximum=366)
 
 
-# Output shapes (for the schema) ----------------------------------------------------------------------------------
-
-
-class ActivityItemSerializer(serializers.Serializer):
-    id = serializers.CharField()
-    type = serializers.CharField(help_text=f"One of {', '.join(activity.ACTIVITY_TYPES)}")
-    timestamp = serializers.CharField()
-    contactId = serializers.UUIDField(allow_null=True)
-    contactEmail = serializers.CharField(allow_null=True)
-    emailId = serializers.UUIDField(allow_null=True)
-    metadata = serializers.DictField()
-
-
-class ActivityPageSerializer(serializers.Serializer):
-    data = ActivityItemSerializer(many=True)
-    cursor = serializers.CharField(allow_null=True)
-    hasMore = serializers.BooleanField()
-    total = serializers.IntegerField()
-
-
-class ActivityStatsSerializer(serializers.Serializer):
-    totalEvents = serializers.IntegerField()
-    totalEmailsSent = serializers.IntegerField()
-    totalEmailsOpened = serializers.IntegerField()
-    totalEmailsClicked = serializers.IntegerField()
-    totalWorkflowsStarted = serializers.IntegerField()
-    openRate = serializers.FloatField()
-    clickRate = serializers.FloatField()
-
-
-class RecentCountSerializer(serializers.Serializer):
-    count = serializers.IntegerField()
-    minutes = serializers.IntegerField()
-
-
-class ActivityTypesSerializer(serializers.Serializer):
-    types = serializers.ListField(child=serializers.CharField())
-
-
-class UpcomingSerializer(serializers.Serializer):
-    activities = ActivityItemSerializer(many=True)
-
-
-class TimeseriesPointSerializer(serializers.Serializer):
-    date = serializers.CharField()
-    emails = serializers.IntegerField()
-    delivered = serializers.IntegerField()
-    opens = serializers.IntegerField()
-    clicks = serializers.IntegerField()
-    bounces = serializers.IntegerField()
-    complaints = serializers.IntegerField()
-
-
-class TopEventSerializer(serializers.Serializer):
-    name = serializers.CharField()
-    count = serializers.IntegerField()
-    trend = serializers.IntegerField()
-
-
-class TopCampaignSerializer(serializers.Serializer):
-    id = serializers.UUIDField()
-    name = serializers.CharField(allow_null=True)
-    subject = serializers.CharField()
-    sentCount = serializers.IntegerField()
-    openedCount = serializers.IntegerField()
-    clickedCount = serializers.IntegerField()
-    openRate = serializers.FloatField()
-    clickRate = serializers.FloatField()
-
-
-class CampaignStatsSerializer(serializers.Serializer):
-    total = serializers.IntegerField()
-    active = serializers.IntegerField()
-    completed = serializers.IntegerField()
-    averageOpenRate = serializers.FloatField()
-    averageClickRate = serializers.FloatField()
-
-
 # Views -----------------------------------------------------------------------------------------------------------
 
 
@@ -175,7 +97,7 @@ class ActivityListView(ApiView):
             START,
             END,
         ],
-        responses={200: ActivityPageSerializer, 400: ERROR, 422: ERROR},
+        responses={200: s.ActivityPageSerializer, 400: ERROR, 422: ERROR},
     )
     def get(self, request):
         params = request.query_params
@@ -191,33 +113,35 @@ class ActivityListView(ApiView):
         page = activity.activity_feed(
             project=request.auth.project, filters=filters, limit=limit, cursor=params.get("cursor") or None
         )
-        return Response(page)
+        return Response(cursor_page_envelope(page, s.ActivityItemSerializer))
 
 
 class ActivityStatsView(ApiView):
-    @extend_schema(operation_id="activity_stats", parameters=[DAYS], responses={200: ActivityStatsSerializer})
+    @extend_schema(operation_id="activity_stats", parameters=[DAYS], responses={200: s.ActivityStatsSerializer})
     def get(self, request):
-        return Response(activity.activity_stats(project=request.auth.project, days=_days(request.query_params)))
+        stats = activity.activity_stats(project=request.auth.project, days=_days(request.query_params))
+        return Response(s.ActivityStatsSerializer(stats).data)
 
 
 class ActivityRecentCountView(ApiView):
     @extend_schema(
         operation_id="activity_recent_count",
         parameters=[count_parameter("minutes", "1 to 60 (default 5)", maximum=MAX_RECENT_MINUTES)],
-        responses={200: RecentCountSerializer, 422: ERROR},
+        responses={200: s.RecentCountSerializer, 422: ERROR},
     )
     def get(self, request):
         minutes = int_param(request.query_params, "minutes", default=5)
         if minutes > MAX_RECENT_MINUTES:
             raise ValidationFailed.field("minutes", f"minutes must be at most {MAX_RECENT_MINUTES}", "too_big")
         count = activity.activity_recent_count(project=request.auth.project, minutes=minutes)
-        return Response({"count": count, "minutes": minutes})
+        return Response(s.RecentCountSerializer({"count": count, "minutes": minutes}).data)
 
 
 class ActivityTypesView(ApiView):
-    @extend_schema(operation_id="activity_types", responses={200: ActivityTypesSerializer})
+    @extend_schema(operation_id="activity_types", responses={200: s.ActivityTypesSerializer})
     def get(self, request):
-        return Response({"types": activity.activity_types_present(project=request.auth.project)})
+        types = activity.activity_types_present(project=request.auth.project)
+        return Response(s.ActivityTypesSerializer({"types": types}).data)
 
 
 class ActivityUpcomingView(ApiView):
@@ -227,14 +151,14 @@ class ActivityUpcomingView(ApiView):
             count_parameter("limit", "1 to 100 (default 50; larger values are clamped)"),
             count_parameter("daysAhead", "1 to 366 (default 30; larger values are clamped)"),
         ],
-        responses={200: UpcomingSerializer, 422: ERROR},
+        responses={200: s.UpcomingSerializer, 422: ERROR},
     )
     def get(self, request):
         params = request.query_params
         limit = int_param(params, "limit", default=50, maximum=100)
         days_ahead = int_param(params, "daysAhead", default=30, maximum=366)
         items = activity.activity_upcoming(project=request.auth.project, limit=limit, days_ahead=days_ahead)
-        return Response({"activities": items})
+        return Response(s.UpcomingSerializer({"activities": items}).data)
 
 
 class TimeseriesView(ApiView):
@@ -245,7 +169,7 @@ class TimeseriesView(ApiView):
             END,
             OpenApiParameter("interval", str, enum=list(analytics.INTERVALS), description="day (default) or hour"),
         ],
-        responses={200: TimeseriesPointSerializer(many=True), 422: ERROR},
+        responses={200: s.TimeseriesPointSerializer(many=True), 422: ERROR},
     )
     def get(self, request):
         params = request.query_params
@@ -261,34 +185,39 @@ class TimeseriesView(ApiView):
         ):
             raise ValidationFailed.field("interval", "interval hour is for ranges up to 7 days", "custom")
         series = analytics.email_timeseries(project=request.auth.project, start=start, end=end, interval=interval)
-        return Response(series)
+        return Response(s.TimeseriesPointSerializer(series, many=True).data)
 
 
 class TopEventsView(ApiView):
     @extend_schema(
         operation_id="analytics_top_events",
         parameters=[LIMIT, DAYS],
-        responses={200: TopEventSerializer(many=True), 422: ERROR},
+        responses={200: s.TopEventSerializer(many=True), 422: ERROR},
     )
     def get(self, request):
         params = request.query_params
         limit = int_param(params, "limit", default=10, maximum=100)
-        return Response(analytics.top_events(project=request.auth.project, limit=limit, days=_days(params)))
+        events = analytics.top_events(project=request.auth.project, limit=limit, days=_days(params))
+        return Response(s.TopEventSerializer(events, many=True).data)
 
 
 class TopCampaignsView(ApiView):
     @extend_schema(
         operation_id="analytics_top_campaigns",
         parameters=[LIMIT, DAYS],
-        responses={200: TopCampaignSerializer(many=True), 422: ERROR},
+        responses={200: s.TopCampaignSerializer(many=True), 422: ERROR},
     )
     def get(self, request):
         params = request.query_params
         limit = int_param(params, "limit", default=10, maximum=100)
-        return Response(analytics.top_campaigns(project=request.auth.project, limit=limit, days=_days(params)))
+        campaigns = analytics.top_campaigns(project=request.auth.project, limit=limit, days=_days(params))
+        return Response(s.TopCampaignSerializer(campaigns, many=True).data)
 
 
 class CampaignStatsView(ApiView):
-    @extend_schema(operation_id="analytics_campaign_stats", parameters=[DAYS], responses={200: CampaignStatsSerializer})
+    @extend_schema(
+        operation_id="analytics_campaign_stats", parameters=[DAYS], responses={200: s.CampaignStatsSerializer}
+    )
     def get(self, request):
-        return Response(analytics.campaign_stats(project=request.auth.project, days=_days(request.query_params)))
+        stats = analytics.campaign_stats(project=request.auth.project, days=_days(request.query_params))
+        return Response(s.CampaignStatsSerializer(stats).data)

@@ -20,11 +20,12 @@ from typing import Any
 from django.db.models import QuerySet
 
 from accounts.models import Project
-from core.time import iso
 
 
 @dataclass(frozen=True)
 class ActivityItem:
+    """One entry of the feed, as `messaging.insights.serializers.ActivityItemSerializer` writes it."""
+
     id: uuid.UUID
     type: str
     timestamp: datetime
@@ -32,17 +33,6 @@ class ActivityItem:
     contact_email: str | None = None
     email_id: uuid.UUID | None = None
     metadata: dict = field(default_factory=dict)
-
-    def as_json(self) -> dict:
-        return {
-            "id": str(self.id),
-            "type": self.type,
-            "timestamp": iso(self.timestamp),
-            "contactId": str(self.contact_id) if self.contact_id else None,
-            "contactEmail": self.contact_email,
-            "emailId": str(self.email_id) if self.email_id else None,
-            "metadata": self.metadata,
-        }
 
 
 @dataclass(frozen=True)

@@ -114,6 +114,19 @@ def test_list_page_envelope_search_type_and_sort(secret_client):
     assert secret_client.get("/templates", {"page": 0}).status_code == 422
 
 
+def test_a_list_page_costs_the_same_few_queries(secret_client, project, django_assert_max_num_queries, settings):
+    settings.API_KEY_CACHE_SECONDS = 300  # as with Redis in production: the key lookup is not the page's cost
+    for index in range(30):
+        Template.objects.create(project=project.project, name=f"T{index}", from_email="hello@alice.test")
+    secret_client.get("/templates")  # warms the key cache
+    # The count and the page.
+    with django_assert_max_num_queries(2):
+        body = secret_client.get("/templates", {"pageSize": 100}).json()
+    assert len(body["data"]) == 30
+    with django_assert_max_num_queries(2):
+        assert len(secret_client.get("/templates", {"pageSize": 10, "page": 2}).json()["data"]) == 10
+
+
 def test_duplicate_returns_the_new_id(secret_client):
     original = create(secret_client)
     response = secret_client.post(f"/templates/{original['id']}/duplicate")

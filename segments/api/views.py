@@ -19,10 +19,6 @@ BARE_ERROR = bare_or_envelope_400(
 )
 
 
-def _contact_json(contact) -> dict:
-    return ContactOutputSerializer(contact).data
-
-
 class SegmentViewSet(ProjectScopedViewSet):
     queryset = Segment.objects.all()
     resource_name = "Segment"
@@ -92,7 +88,7 @@ class SegmentViewSet(ProjectScopedViewSet):
             page=int_param(params, "page", default=1),
             page_size=int_param(params, "pageSize", default=20, maximum=100),
         )
-        return Response(numbered_page_envelope(page, _contact_json))
+        return Response(numbered_page_envelope(page, ContactOutputSerializer))
 
     @extend_schema(
         operation_id="segments_refresh", request=None, responses={200: s.SegmentRefreshOutputSerializer, 404: ERROR}

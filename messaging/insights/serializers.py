@@ -1,0 +1,89 @@
+"""Output serializers of the activity and analytics endpoints, with explicit camelCase names: each writes the
+records that `messaging.insights.activity` and `messaging.insights.analytics` return, and is their schema."""
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from config.api.fields import IsoDateTimeField
+from config.api.serializers import OutputSerializer
+from messaging.insights.activity import ACTIVITY_TYPES
+
+
+@extend_schema_field({"type": "object", "additionalProperties": {}})
+class MetadataField(serializers.JSONField):
+    """An item's metadata object, written as its source made it (a DictField would copy it on every row)."""
+
+
+class ActivityItemSerializer(OutputSerializer):
+    id = serializers.CharField()
+    type = serializers.CharField(help_text=f"One of {', '.join(ACTIVITY_TYPES)}")
+    timestamp = IsoDateTimeField()
+    contactId = serializers.UUIDField(source="contact_id", allow_null=True)
+    contactEmail = serializers.CharField(source="contact_email", allow_null=True)
+    emailId = serializers.UUIDField(source="email_id", allow_null=True)
+    metadata = MetadataField()
+
+
+class ActivityPageSerializer(serializers.Serializer):
+    data = ActivityItemSerializer(many=True)
+    cursor = serializers.CharField(allow_null=True)
+    hasMore = serializers.BooleanField()
+    total = serializers.IntegerField()
+
+
+class ActivityStatsSerializer(OutputSerializer):
+    totalEvents = serializers.IntegerField(source="total_events")
+    totalEmailsSent = serializers.IntegerField(source="total_emails_sent")
+    totalEmailsOpened = serializers.IntegerField(source="total_emails_opened")
+    totalEmailsClicked = serializers.IntegerField(source="total_emails_clicked")
+    totalWorkflowsStarted = serializers.IntegerField(source="total_workflows_started")
+    openRate = serializers.FloatField(source="open_rate")
+    clickRate = serializers.FloatField(source="click_rate")
+
+
+class RecentCountSerializer(OutputSerializer):
+    count = serializers.IntegerField()
+    minutes = serializers.IntegerField()
+
+
+class ActivityTypesSerializer(OutputSerializer):
+    types = serializers.ListField(child=serializers.CharField())
+
+
+class UpcomingSerializer(OutputSerializer):
+    activities = ActivityItemSerializer(many=True)
+
+
+class TimeseriesPointSerializer(OutputSerializer):
+    date = IsoDateTimeField()
+    emails = serializers.IntegerField()
+    delivered = serializers.IntegerField()
+    opens = serializers.IntegerField()
+    clicks = serializers.IntegerField()
+    bounces = serializers.IntegerField()
+    complaints = serializers.IntegerField()
+
+
+class TopEventSerializer(OutputSerializer):
+    name = serializers.CharField()
+    count = serializers.IntegerField()
+    trend = serializers.IntegerField()
+
+
+class TopCampaignSerializer(OutputSerializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField(allow_null=True)
+    subject = serializers.CharField()
+    sentCount = serializers.IntegerField(source="sent_count")
+    openedCount = serializers.IntegerField(source="opened_count")
+    clickedCount = serializers.IntegerField(source="clicked_count")
+    openRate = serializers.FloatField(source="open_rate")
+    clickRate = serializers.FloatField(source="click_rate")
+
+
+class CampaignStatsSerializer(OutputSerializer):
+    total = serializers.IntegerField()
+    active = serializers.IntegerField()
+    completed = serializers.IntegerField()
+    averageOpenRate = serializers.FloatField(source="average_open_rate")
+    averageClickRate = serializers.FloatField(source="average_click_rate")
