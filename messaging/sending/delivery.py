@@ -5,10 +5,11 @@
 2. Send, outside any transaction, over one reused connection: build the MIME bytes, sign them with the sender
    domain's DKIM key, hand them over, and mark the row SENT at once (the window in which a crash could repeat a
    message is one message wide).
-3. Transient failures go back to QUEUED with exponential backoff and jitter, up to DELIVERY_MAX_ATTEMPTS;
-   permanent ones (5xx) become FAILED with the server's reply. A lost connection releases the rest of the batch.
-4. The sweeper (`emails_sweep`) requeues rows whose worker died while they were claimed, and re-publishes
-   QUEUED rows whose task never arrived, so no accepted email is lost.
+3. Transient failures go back to QUEUED with exponential backoff and jitter, up to DELIVERY_MAX_ATTEMPTS (each
+   claim counts one); permanent ones (5xx) become FAILED with the server's reply. A lost connection releases the
+   rest of the batch. Whatever else one message raises (its MIME or DKIM step) is that message's failure alone.
+4. The sweeper (`emails_sweep`) requeues rows whose worker died while they were claimed (or fails them when their
+   attempts are used up), and re-publishes QUEUED rows whose task never arrived, so no accepted email is lost.
 """
 
 import base64
@@ -269,38 +270,59 @@ def _record_events(report: DeliveryReport) -> None:
         )
 
 
+def _fail(email: Email, error: str, report: DeliveryReport) -> None:
+    _mark(email.id, Email.Status.FAILED, last_error=error)
+    report.failed.append((email, error))
+
+
+def _prepare(email: Email, domains: dict) -> PreparedMessage:
+    """The signed message of `email`; a `ServiceError` when the service refuses to send it (no retry can help)."""
+    key = (email.project_id, email.from_email)
+    if key not in domains:
+        try:
+            domains[key] = sender_domain_for(project=email.project, address=email.from_email, for_signing=True)
+        except ServiceError as exc:
+            domains[key] = exc
+    domain = domains[key]
+    if isinstance(domain, ServiceError):
+        raise domain
+    return build_message(email, domain)
+
+
 def _send_claimed(emails: list[Email], report: DeliveryReport) -> None:
+    """Send the claimed rows in order; each row ends SENT, FAILED or back in the queue, whatever it raises.
+
+    A message that cannot be built or signed (stored content the MIME or DKIM step rejects, a project gone) must
+    not stop the rest of the batch, which may belong to other projects: it is retried like a transient failure up
+    to its attempts, or failed at once when the service refuses it (`ServiceError`: an unverified domain, a DKIM
+    key that no longer decrypts). Errors of the database after a message went out are not caught: its row stays
+    SENDING and is the one message a crash may repeat."""
     domains: dict[tuple, Domain | ServiceError] = {}
     with Transport() as transport, connection.cursor() as cursor:
         for index, email in enumerate(emails):
-            wait = send_slot_wait(email.project_id)
-            if wait:
-                _release(emails[index:], "Waiting for the project's send rate", report)
-                for pending in emails[index:]:
-                    report.retry[pending.id] = wait
-                return
-            key = (email.project_id, email.from_email)
-            if key not in domains:
-                try:
-                    domains[key] = sender_domain_for(project=email.project, address=email.from_email, for_signing=True)
-                except ServiceError as exc:
-                    domains[key] = exc
-            domain = domains[key]
-            if isinstance(domain, ServiceError):
-                _mark(email.id, Email.Status.FAILED, last_error=domain.message)
-                report.failed.append((email, domain.message))
-                continue
             try:
-                provider_id = transport.send(build_message(email, domain))
+                wait = send_slot_wait(email.project_id)
+                if wait:
+                    _release(emails[index:], "Waiting for the project's send rate", report)
+                    for pending in emails[index:]:
+                        report.retry[pending.id] = wait
+                    return
+                provider_id = transport.send(_prepare(email, domains))
             except TransportError as exc:
                 if exc.permanent:
-                    _mark(email.id, Email.Status.FAILED, last_error=str(exc))
-                    report.failed.append((email, str(exc)))
+                    _fail(email, str(exc), report)
                     continue
                 _release([email], str(exc), report)
                 if exc.connection_lost:
                     _release(emails[index + 1 :], str(exc), report)
                     return
+                continue
+            except ServiceError as exc:
+                _fail(email, exc.message, report)
+                continue
+            except Exception as exc:
+                logger.exception("Could not send email %s", email.id)
+                _release([email], f"Could not send the message: {type(exc).__name__}: {exc}"[:1000], report)
                 continue
             sent_at = timezone.now()
             _mark_sent(cursor, email.id, sent_at, provider_id)
@@ -345,16 +367,37 @@ def emails_deliver(*, email_ids) -> DeliveryReport:
     return report
 
 
+STRANDED_ERROR = "The worker sending it stopped before it finished, on each of its attempts"
+
+
 def emails_sweep(*, now=None, limit: int = 5000) -> list:
-    """Requeue rows stranded in SENDING by a dead worker; return the ids of QUEUED rows whose task is overdue."""
+    """Take back the rows of workers that died; return the ids to publish again.
+
+    1. Rows SENDING past the claim timeout belong to a worker that died. Each claim counted an attempt: rows with
+       attempts left go back to QUEUED, the others become FAILED with an `email.failed` event, so a message that
+       kills every worker sending it stops coming back.
+    2. The ids of the requeued rows and of QUEUED rows whose task is overdue are returned for publishing.
+    """
     now = now or timezone.now()
     stale = now - timedelta(seconds=settings.DELIVERY_CLAIM_TIMEOUT_SECONDS)
-    stranded = list(
-        Email.objects.filter(status=Email.Status.SENDING, claimed_at__lt=stale).values_list("id", flat=True)[:limit]
-    )
-    Email.objects.filter(id__in=stranded, status=Email.Status.SENDING).update(
-        status=Email.Status.QUEUED, claimed_at=None, next_attempt_at=None, updated_at=now
-    )
+    with transaction.atomic():
+        rows = list(
+            Email.objects.select_for_update(skip_locked=True)
+            .filter(status=Email.Status.SENDING, claimed_at__lt=stale)
+            .only(*_DELIVERY_FIELDS)[:limit]
+        )
+        exhausted = [email for email in rows if email.attempts >= settings.DELIVERY_MAX_ATTEMPTS]
+        stranded = [email.id for email in rows if email.attempts < settings.DELIVERY_MAX_ATTEMPTS]
+        taken = Email.objects.filter(status=Email.Status.SENDING, claimed_at__lt=stale)
+        taken.filter(id__in=stranded).update(
+            status=Email.Status.QUEUED, claimed_at=None, next_attempt_at=None, updated_at=now
+        )
+        taken.filter(id__in=[email.id for email in exhausted]).update(
+            status=Email.Status.FAILED, claimed_at=None, last_error=STRANDED_ERROR, updated_at=now
+        )
+    if exhausted:
+        prefetch_related_objects(exhausted, "project")
+        _record_events(DeliveryReport(failed=[(email, STRANDED_ERROR) for email in exhausted]))
     overdue = now - timedelta(minutes=2)
     waiting = (
         Email.objects.filter(status=Email.Status.QUEUED, updated_at__lt=overdue)

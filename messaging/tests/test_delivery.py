@@ -8,6 +8,7 @@ from django.utils import timezone
 from conftest import concurrently
 from contacts.models import Event
 from domains.models import Domain
+from domains.services import domain_dkim_key_ensure
 from messaging.models import Email
 from messaging.sending.delivery import emails_claim, emails_deliver, emails_sweep
 from messaging.tasks import deliver_emails_task, sweep_emails_task
@@ -68,6 +69,54 @@ def test_a_worker_that_died_mid_batch_loses_nothing_and_repeats_nothing(queued, 
     emails_deliver(email_ids=overdue)
     assert sorted(r.rcpt_tos[0] for r in smtp_sink.received) == ["b@example.test", "c@example.test"]
     assert Email.objects.filter(status="SENT").count() == 3
+
+
+def test_a_message_that_cannot_be_built_fails_alone_after_its_attempts(queued, smtp_sink, settings):
+    """A row the MIME or DKIM step rejects (here a bare LF in the name, stored before names were checked) is
+    retried like a transient failure, then FAILED with its error; the rest of its batch is sent meanwhile."""
+    settings.DELIVERY_MAX_ATTEMPTS = 2
+    Email.objects.filter(id=queued[1]).update(to_name="Bob\nSmith")
+    report = emails_deliver(email_ids=queued)
+    assert sorted(r.rcpt_tos[0] for r in smtp_sink.received) == ["a@example.test", "c@example.test"]
+    assert dict(Email.objects.values_list("to_email", "status")) == {
+        "a@example.test": "SENT",
+        "b@example.test": "QUEUED",
+        "c@example.test": "SENT",
+    }
+    assert list(report.retry) == [Email.objects.get(id=queued[1]).id]
+    Email.objects.filter(id=queued[1]).update(next_attempt_at=timezone.now())
+    emails_deliver(email_ids=queued)
+    email = Email.objects.get(id=queued[1])
+    assert (email.status, email.attempts) == ("FAILED", 2)
+    assert email.last_error.startswith("Could not send the message: ")
+    assert Event.objects.get(name="email.failed").data["error"] == email.last_error
+    assert len(smtp_sink.received) == 2
+
+
+def test_a_dkim_key_that_no_longer_decrypts_fails_the_mail_at_once(queued, smtp_sink, settings):
+    domain_dkim_key_ensure(domain=Domain.objects.get(name="alice.test"))
+    settings.SECRET_KEY = "a-new-secret-key-without-the-former-one-in-fallbacks-0123456789"
+    report = emails_deliver(email_ids=queued)
+    assert smtp_sink.received == [] and report.retry == {}
+    assert set(Email.objects.values_list("status", "last_error")) == {
+        ("FAILED", 'The DKIM key of domain "alice.test" can no longer be read by the service')
+    }
+    assert Event.objects.filter(name="email.failed").count() == 3
+
+
+def test_rows_of_workers_that_keep_dying_fail_once_their_attempts_are_used(queued, smtp_sink, settings):
+    """Each claim counts an attempt: the sweeper requeues a dead worker's rows while they have attempts left, then
+    fails them with an event instead of handing them to the next worker for ever."""
+    settings.DELIVERY_MAX_ATTEMPTS = 2
+    later = timezone.now() + timedelta(seconds=settings.DELIVERY_CLAIM_TIMEOUT_SECONDS + 1)
+    emails_claim(email_ids=queued)  # the worker dies
+    assert sorted(map(str, emails_sweep(now=later))) == sorted(queued)
+    assert set(Email.objects.values_list("status", "attempts")) == {("QUEUED", 1)}
+    emails_claim(email_ids=queued)  # and the next one too
+    assert emails_sweep(now=later) == []
+    assert set(Email.objects.values_list("status", "attempts")) == {("FAILED", 2)}
+    assert Event.objects.filter(name="email.failed").count() == 3
+    assert smtp_sink.received == []
 
 
 def test_the_sweeper_publishes_emails_whose_task_never_arrived(queued, smtp_sink):
@@ -164,6 +213,16 @@ def test_the_send_rate_throttles_without_rejecting(queued, smtp_sink, settings):
     assert len(report.sent) == 1
     assert len(report.retry) == 2 and all(0 < delay <= 3 for delay in report.retry.values())
     assert Email.objects.filter(status="QUEUED").count() == 2
+
+
+def test_a_send_rate_that_cannot_be_counted_holds_no_mail(queued, smtp_sink, settings):
+    """The bucket lives in the cache: with the cache unreachable mail goes unthrottled, as API requests do."""
+    settings.SEND_RATE_PER_PROJECT_PER_SECOND = 1
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://127.0.0.1:9/0"}
+    }
+    report = emails_deliver(email_ids=queued)
+    assert len(report.sent) == 3 and len(smtp_sink.received) == 3
 
 
 def test_an_address_that_could_inject_smtp_commands_is_never_written(smtp_sink):
