@@ -1,8 +1,11 @@
 """Delivery discipline: each accepted email handed to the transport exactly once, failures sorted."""
 
+import threading
+import time
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from conftest import concurrently
@@ -63,7 +66,7 @@ def test_a_worker_that_died_mid_batch_loses_nothing_and_repeats_nothing(queued, 
     # The broker redelivers the task (acks_late) before the claim times out: nothing is claimable yet.
     assert emails_deliver(email_ids=queued).sent == []
     # After the claim timeout the sweeper puts the unsent rows back and queues them.
-    later = timezone.now() + timedelta(seconds=settings.DELIVERY_CLAIM_TIMEOUT_SECONDS + 200)
+    later = timezone.now() + timedelta(seconds=settings.DELIVERY_LEASE_SECONDS + 200)
     overdue = emails_sweep(now=later)
     assert sorted(map(str, overdue)) == sorted(queued[1:])
     emails_deliver(email_ids=overdue)
@@ -108,7 +111,7 @@ def test_rows_of_workers_that_keep_dying_fail_once_their_attempts_are_used(queue
     """Each claim counts an attempt: the sweeper requeues a dead worker's rows while they have attempts left, then
     fails them with an event instead of handing them to the next worker for ever."""
     settings.DELIVERY_MAX_ATTEMPTS = 2
-    later = timezone.now() + timedelta(seconds=settings.DELIVERY_CLAIM_TIMEOUT_SECONDS + 1)
+    later = timezone.now() + timedelta(seconds=settings.DELIVERY_LEASE_SECONDS + 1)
     emails_claim(email_ids=queued)  # the worker dies
     assert sorted(map(str, emails_sweep(now=later))) == sorted(queued)
     assert set(Email.objects.values_list("status", "attempts")) == {("QUEUED", 1)}
@@ -117,6 +120,44 @@ def test_rows_of_workers_that_keep_dying_fail_once_their_attempts_are_used(queue
     assert set(Email.objects.values_list("status", "attempts")) == {("FAILED", 2)}
     assert Event.objects.filter(name="email.failed").count() == 3
     assert smtp_sink.received == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_on_a_slow_relay_keeps_its_lease_while_it_sends(queued, smtp_sink, settings):
+    """The batch takes longer than the lease: the worker renews it, so the sweeper and a second worker running all
+    along take nothing from it and every message goes once."""
+    settings.DELIVERY_LEASE_SECONDS = 2
+    smtp_sink.delay = 0.8  # three messages: 2.4 s
+    domain_dkim_key_ensure(domain=Domain.objects.get(name="alice.test"))  # no key to make during the first message
+
+    def first_worker():
+        try:
+            emails_deliver(email_ids=queued)
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=first_worker)
+    worker.start()
+    try:
+        while worker.is_alive():
+            emails_deliver(email_ids=emails_sweep())
+            time.sleep(0.05)
+    finally:
+        worker.join()
+    assert sorted(r.rcpt_tos[0] for r in smtp_sink.received) == ["a@example.test", "b@example.test", "c@example.test"]
+    assert Email.objects.filter(status="SENT").count() == 3
+    assert Event.objects.filter(name="email.sent").count() == 3
+
+
+def test_a_dead_workers_emails_are_taken_over_when_its_lease_expires(queued, smtp_sink, settings):
+    settings.DELIVERY_LEASE_SECONDS = 30
+    claimed = emails_claim(email_ids=queued)  # and the worker dies before sending any
+    claimed_at = claimed[0].claimed_at
+    assert emails_sweep(now=claimed_at + timedelta(seconds=29)) == []
+    overdue = emails_sweep(now=claimed_at + timedelta(seconds=31))
+    assert sorted(map(str, overdue)) == sorted(queued)
+    emails_deliver(email_ids=overdue)
+    assert sorted(r.rcpt_tos[0] for r in smtp_sink.received) == ["a@example.test", "b@example.test", "c@example.test"]
 
 
 def test_the_sweeper_publishes_emails_whose_task_never_arrived(queued, smtp_sink):
