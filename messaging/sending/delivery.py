@@ -16,6 +16,7 @@
 import base64
 import contextlib
 import logging
+import math
 import random
 import time
 import uuid
@@ -39,7 +40,7 @@ from messaging.engagement.links import PAGES, system_links
 from messaging.feedback.suppression import emails_skip_suppressed
 from messaging.models import Email, EmailType
 from messaging.sending import mime
-from messaging.sending.throttle import send_slot_wait
+from messaging.sending.throttle import send_slot_after, send_slot_wait
 from messaging.sending.transport import OutgoingMessage, PreparedMessage, Transport, TransportError
 
 logger = logging.getLogger(__name__)
@@ -285,6 +286,27 @@ def _release(emails: list[Email], error: str, report: DeliveryReport) -> None:
         report.retry[email.id] = delay
 
 
+def _defer(emails: list[Email], wait: float, report: DeliveryReport) -> None:
+    """Put back the rows of a project over its send rate until its bucket has a token for each, in whole seconds
+    (each row one token later than the one before it). Waiting for the rate is no attempt: the claim's is undone."""
+    now = timezone.now()
+    moments = defaultdict(list)
+    for position, email in enumerate(emails):
+        moments[math.ceil(send_slot_after(wait, position))].append(email)
+    for delay, group in moments.items():
+        Email.objects.filter(
+            id__in=[email.id for email in group], status=Email.Status.SENDING, claimed_at=group[0].claimed_at
+        ).update(
+            status=Email.Status.QUEUED,
+            claimed_at=None,
+            attempts=F("attempts") - 1,
+            next_attempt_at=now + timedelta(seconds=delay),
+            updated_at=now,
+        )
+        for email in group:
+            report.retry[email.id] = delay
+
+
 def email_event_data(email: Email, **extra) -> dict:
     """The payload every `email.*` event carries (decisions.md), plus the fields of its kind."""
     return {
@@ -337,7 +359,8 @@ def _prepare(email: Email, domains: dict) -> PreparedMessage:
 def _send_claimed(emails: list[Email], report: DeliveryReport) -> None:
     """Send the claimed rows in order; each row ends SENT, FAILED or back in the queue, whatever it raises.
 
-    A message that cannot be built or signed (stored content the MIME or DKIM step rejects, a project gone) must
+    A project over its send rate has its rows put back until its tokens are (`_defer`). A message that cannot be
+    built or signed (stored content the MIME or DKIM step rejects, a project gone) must
     not stop the rest of the batch, which may belong to other projects: it is retried like a transient failure up
     to its attempts, or failed at once when the service refuses it (`ServiceError`: an unverified domain, a DKIM
     key that no longer decrypts). Errors of the database after a message went out are not caught: its row stays
@@ -347,13 +370,12 @@ def _send_claimed(emails: list[Email], report: DeliveryReport) -> None:
     with Transport() as transport, connection.cursor() as cursor:
         while emails := lease.keep(emails):
             email, emails = emails[0], emails[1:]
+            wait = send_slot_wait(email.project_id)
+            if wait:  # this project waits for its rate; the others' mail goes on
+                _defer([email, *(other for other in emails if other.project_id == email.project_id)], wait, report)
+                emails = [other for other in emails if other.project_id != email.project_id]
+                continue
             try:
-                wait = send_slot_wait(email.project_id)
-                if wait:
-                    _release([email, *emails], "Waiting for the project's send rate", report)
-                    for pending in [email, *emails]:
-                        report.retry[pending.id] = wait
-                    return
                 provider_id = transport.send(_prepare(email, domains))
             except TransportError as exc:
                 if exc.permanent:

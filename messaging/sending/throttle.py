@@ -1,6 +1,7 @@
 """Per-project send rate: a token bucket in the shared cache, consulted before each message is handed over.
 
-A project over its rate is not refused: its remaining messages wait in the queue until tokens are back. With
+A project over its rate is not refused: its remaining messages wait in the queue until tokens are back (without
+using their delivery attempts), while other projects' messages go on. With
 Redis the bucket is one Lua script (atomic across workers); other caches use a best-effort read-modify-write.
 A cache that cannot be reached lets messages go (logged), as the API rate limit lets requests through
 (decisions.md): an outage of the cache must neither hold mail nor use up its delivery attempts.
@@ -39,6 +40,12 @@ def send_slot_wait(project_id) -> float:
     except Exception:
         logger.exception("Send-rate bucket unavailable; the message of project %s goes unthrottled", project_id)
         return 0.0
+
+
+def send_slot_after(wait: float, position: int) -> float:
+    """The seconds until the message `position` places behind one that must wait `wait` may go, if no other worker
+    takes the project's tokens meanwhile: they come back at the project's rate."""
+    return wait + position / settings.SEND_RATE_PER_PROJECT_PER_SECOND
 
 
 def _bucket_wait(key: str, rate: float) -> float:

@@ -14,6 +14,7 @@ from domains.models import Domain
 from domains.services import domain_dkim_key_ensure
 from messaging.models import Email
 from messaging.sending.delivery import emails_claim, emails_deliver, emails_sweep
+from messaging.sending.throttle import send_slot_wait
 from messaging.tasks import deliver_emails_task, sweep_emails_task
 
 pytestmark = pytest.mark.django_db
@@ -250,10 +251,45 @@ def test_attempts_are_bounded(queued, smtp_sink, settings):
 
 def test_the_send_rate_throttles_without_rejecting(queued, smtp_sink, settings):
     settings.SEND_RATE_PER_PROJECT_PER_SECOND = 1
+    domain_dkim_key_ensure(domain=Domain.objects.get(name="alice.test"))  # making it could take the next token's second
     report = emails_deliver(email_ids=queued)
     assert len(report.sent) == 1
     assert len(report.retry) == 2 and all(0 < delay <= 3 for delay in report.retry.values())
     assert Email.objects.filter(status="QUEUED").count() == 2
+
+
+def test_a_project_over_its_rate_waits_for_its_tokens_alone_without_using_attempts(
+    project, secret_client, other_client, smtp_sink, settings, monkeypatch
+):
+    """One batch, two projects, one of them out of tokens: the other's mail goes now; the throttled project's rows
+    go back until its bucket has a token for each (one a second), attempts untouched, and are sent then."""
+    from messaging.sending import services as sending
+
+    monkeypatch.setattr(sending, "enqueue_delivery", lambda ids: None)  # the test delivers them itself
+    settings.SEND_RATE_PER_PROJECT_PER_SECOND = 1
+
+    def accepted(client, sender, recipients):
+        body = {"to": recipients, "from": sender, "subject": "S", "body": "<p>B</p>"}
+        response = client.post("/v1/send", body, format="json")
+        assert response.status_code == 200
+        return [entry["email"] for entry in response.json()["data"]["emails"]]
+
+    alice = accepted(secret_client, "hi@alice.test", ["a1@example.test", "a2@example.test"])
+    bob = accepted(other_client, "hi@bob.test", ["b1@example.test"])
+    assert send_slot_wait(project.id) == 0  # Alice's one token goes elsewhere
+    report = emails_deliver(email_ids=alice + bob)
+    assert [r.rcpt_tos[0] for r in smtp_sink.received] == ["b1@example.test"]
+    rows = {email.to_email: email for email in Email.objects.filter(id__in=alice)}
+    first, second = rows["a1@example.test"], rows["a2@example.test"]
+    assert {first.status, second.status} == {"QUEUED"} and first.attempts == second.attempts == 0
+    assert report.retry == {first.id: 1, second.id: 2}  # whole seconds: a token within one, the next one later
+    assert first.next_attempt_at <= timezone.now() + timedelta(seconds=1)
+    deadline = time.monotonic() + 10
+    while Email.objects.filter(id__in=alice, status="SENT").count() < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+        emails_deliver(email_ids=alice)
+    assert set(Email.objects.filter(id__in=alice).values_list("status", "attempts")) == {("SENT", 1)}
+    assert len(smtp_sink.received) == 3
 
 
 def test_a_send_rate_that_cannot_be_counted_holds_no_mail(queued, smtp_sink, settings):
