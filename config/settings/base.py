@@ -184,6 +184,9 @@ API_KEY_CACHE_SECONDS = env.int(
 # API behaviour ------------------------------------------------------------------------------------------------
 API_RATE_LIMIT_PER_MINUTE = env.int("API_RATE_LIMIT_PER_MINUTE", default=1000)
 IDEMPOTENCY_KEY_TTL_HOURS = env.int("IDEMPOTENCY_KEY_TTL_HOURS", default=24)
+# A key whose request has not answered (still running, or its process killed) is free again after this many seconds
+# from its claim; until then a reuse is 409. Longer than any request may run (gunicorn's timeout, 30 s).
+IDEMPOTENCY_LEASE_SECONDS = env.int("IDEMPOTENCY_LEASE_SECONDS", default=60)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 6 * 1024 * 1024
 SIGNUPS_DISABLED = env.bool("SIGNUPS_DISABLED", default=False)
