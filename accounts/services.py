@@ -2,6 +2,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from accounts import keycache
@@ -74,11 +75,14 @@ def idempotency_claim(*, project: Project, key: str, method: str, path: str) -> 
     """Claim `key` for this request; return None when it is taken and still alive.
 
     1. Insert the record; the unique constraint lets exactly one of concurrent claimers win.
-    2. On a conflict, a record past its lifetime is deleted and the insert tried once more: an expired key is
-       free even before the purge task has run.
+    2. On a conflict, a record past its lifetime, or one still in flight (no status) claimed longer than
+       IDEMPOTENCY_LEASE_SECONDS ago, is deleted and the insert tried once more: an expired key is free even before
+       the purge task has run, and the key of a request whose process was killed before it answered is free for a
+       retry once that request can no longer be running.
     """
     now = timezone.now()
     expires_at = now + timedelta(hours=settings.IDEMPOTENCY_KEY_TTL_HOURS)
+    abandoned = Q(status_code__isnull=True, created_at__lte=now - timedelta(seconds=settings.IDEMPOTENCY_LEASE_SECONDS))
     for _attempt in range(2):
         try:
             with transaction.atomic():
@@ -86,7 +90,9 @@ def idempotency_claim(*, project: Project, key: str, method: str, path: str) -> 
                     project=project, key=key, method=method, path=path[:500], created_at=now, expires_at=expires_at
                 )
         except IntegrityError:
-            deleted, _ = IdempotencyRecord.objects.filter(project=project, key=key, expires_at__lte=now).delete()
+            deleted, _ = IdempotencyRecord.objects.filter(
+                Q(expires_at__lte=now) | abandoned, project=project, key=key
+            ).delete()
             if not deleted:
                 return None
     return None

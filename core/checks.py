@@ -18,3 +18,30 @@ def production_settings(app_configs, **kwargs):
             )
         )
     return problems
+
+
+@register()
+def delivery_lease(app_configs, **kwargs):
+    """The delivery lease (messaging.sending.delivery) must outlast one message, and expire soon enough for another
+    worker to send a dead one's mail within 5 minutes (decisions.md; the sweeper runs every minute)."""
+    lease, timeout = settings.DELIVERY_LEASE_SECONDS, settings.EMAIL_TIMEOUT
+    problems = []
+    if timeout and lease < 4 * timeout:
+        problems.append(
+            Warning(
+                f"DELIVERY_LEASE_SECONDS ({lease:g}) is under 4 x EMAIL_TIMEOUT ({timeout}): one message to a slow "
+                "relay can outlast the lease, and another worker send it again.",
+                hint="Raise DELIVERY_LEASE_SECONDS or lower EMAIL_TIMEOUT.",
+                id="herald.W003",
+            )
+        )
+    if lease > 240:
+        problems.append(
+            Warning(
+                f"DELIVERY_LEASE_SECONDS ({lease:g}) is over 240: the mail of a worker that died waits more than 5 "
+                "minutes for another.",
+                hint="Leases are renewed while a worker sends; a long one only delays the take-over.",
+                id="herald.W004",
+            )
+        )
+    return problems

@@ -4,6 +4,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
+from cryptography.fernet import InvalidToken
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -315,11 +316,25 @@ def sender_domain_for(*, project: Project, address: str, for_signing: bool = Fal
 
 
 def domain_sign_message(*, domain: Domain, message: bytes) -> bytes:
-    """The DKIM-Signature header for `message`, signed as `domain` with its key (made on first use)."""
+    """The DKIM-Signature header for `message`, signed as `domain` with its key (made on first use).
+
+    A key that no longer decrypts (SECRET_KEY changed without the former one in SECRET_KEY_FALLBACKS) is a
+    `ServiceError`: no retry can sign with it, so delivery fails such mail at once instead of retrying it."""
     domain = domain_dkim_key_ensure(domain=domain)
-    return dkim.sign(
-        message=message,
-        selector=domain.dkim_selector,
-        domain_name=domain.name,
-        private_key_encrypted=domain.dkim_private_key_encrypted,
-    )
+    try:
+        return dkim.sign(
+            message=message,
+            selector=domain.dkim_selector,
+            domain_name=domain.name,
+            private_key_encrypted=domain.dkim_private_key_encrypted,
+        )
+    except InvalidToken:
+        logger.error(
+            "The DKIM key of domain %s (%s) does not decrypt under SECRET_KEY or its fallbacks", domain.pk, domain.name
+        )
+        raise ServiceError(
+            f'The DKIM key of domain "{domain.name}" can no longer be read by the service',
+            code=ErrorCode.INTERNAL_SERVER_ERROR,
+            status=500,
+            suggestion="Put the former SECRET_KEY in SECRET_KEY_FALLBACKS, or give the domain a new DKIM key",
+        ) from None

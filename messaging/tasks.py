@@ -5,7 +5,7 @@ from messaging.engagement.hits import tracking_hits_drain
 from messaging.feedback.services import receipts_purge
 from messaging.insights.retention import email_bodies_clear
 from messaging.sending.delivery import emails_deliver, emails_sweep
-from messaging.sending.dispatch import delivery_tasks_publish, emails_dispatch
+from messaging.sending.dispatch import delivery_retries_publish, delivery_tasks_publish, emails_dispatch
 
 # acks_late + reject_on_worker_lost: a worker killed mid-batch leaves its message on the broker for another
 # worker; the claim makes the redelivery harmless for rows that were already sent.
@@ -15,8 +15,7 @@ DELIVERY_TASK_OPTIONS = {"acks_late": True, "reject_on_worker_lost": True, "igno
 @shared_task(**DELIVERY_TASK_OPTIONS)
 def deliver_emails_task(email_ids: list[str]) -> int:
     report = emails_deliver(email_ids=email_ids)
-    for email_id, delay in report.retry.items():
-        deliver_emails_task.apply_async(args=[[str(email_id)]], countdown=delay)
+    delivery_retries_publish(report.retry)
     return len(report.sent)
 
 

@@ -184,6 +184,9 @@ API_KEY_CACHE_SECONDS = env.int(
 # API behaviour ------------------------------------------------------------------------------------------------
 API_RATE_LIMIT_PER_MINUTE = env.int("API_RATE_LIMIT_PER_MINUTE", default=1000)
 IDEMPOTENCY_KEY_TTL_HOURS = env.int("IDEMPOTENCY_KEY_TTL_HOURS", default=24)
+# A key whose request has not answered (still running, or its process killed) is free again after this many seconds
+# from its claim; until then a reuse is 409. Longer than any request may run (gunicorn's timeout, 30 s).
+IDEMPOTENCY_LEASE_SECONDS = env.int("IDEMPOTENCY_LEASE_SECONDS", default=60)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 6 * 1024 * 1024
 SIGNUPS_DISABLED = env.bool("SIGNUPS_DISABLED", default=False)
@@ -373,8 +376,10 @@ SEND_MESSAGE_MAX_BYTES = env.int("SEND_MESSAGE_MAX_BYTES", default=40 * 1024 * 1
 # Delivery: transient failures retry with exponential backoff and jitter up to this many attempts.
 DELIVERY_MAX_ATTEMPTS = env.int("DELIVERY_MAX_ATTEMPTS", default=6)
 DELIVERY_RETRY_BASE_SECONDS = env.float("DELIVERY_RETRY_BASE_SECONDS", default=30.0)
-# A row claimed for sending longer ago than this is assumed lost with its worker and queued again.
-DELIVERY_CLAIM_TIMEOUT_SECONDS = env.int("DELIVERY_CLAIM_TIMEOUT_SECONDS", default=600)
+# A worker's claim on the rows it sends is a lease of this many seconds, renewed every sixth of it while it sends; rows
+# whose lease expired belong to a dead worker and the sweeper (every minute) queues them again. Longer than one
+# message can take (a few EMAIL_TIMEOUTs); short enough that a dead worker's mail goes within 5 minutes (decisions.md).
+DELIVERY_LEASE_SECONDS = env.float("DELIVERY_LEASE_SECONDS", default=120)
 DELIVERY_BATCH_SIZE = env.int("DELIVERY_BATCH_SIZE", default=50)
 # Each process hands committed emails to delivery in one Redis command per this many seconds (messaging.sending.dispatch).
 DELIVERY_HANDOVER_SECONDS = env.float("DELIVERY_HANDOVER_SECONDS", default=0.01)

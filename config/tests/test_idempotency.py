@@ -3,10 +3,11 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.db.models import F
 from django.utils import timezone
 
 from accounts.models import IdempotencyRecord, Job
-from accounts.services import idempotency_purge_expired
+from accounts.services import idempotency_claim, idempotency_purge_expired
 from conftest import client_with, concurrently
 
 pytestmark = [pytest.mark.urls("config.tests.probe_urls")]
@@ -64,6 +65,26 @@ def test_an_expired_key_is_free_before_the_purge_and_the_purge_removes_it(projec
     IdempotencyRecord.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
     assert idempotency_purge_expired() == 1
     assert IdempotencyRecord.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_the_key_of_a_request_killed_in_flight_is_free_after_its_lease(project, secret_client, settings):
+    # The request claimed its key, then its process was killed before it answered: the record stays in flight.
+    idempotency_claim(project=project.project, key="killed", method="POST", path="/probe/write")
+    response = _post(secret_client, "killed")
+    assert response.status_code == 409
+    assert response.json()["error"]["details"]["originalStatusCode"] is None
+    settings.IDEMPOTENCY_LEASE_SECONDS = 90
+    lease = timedelta(seconds=90)
+    IdempotencyRecord.objects.update(created_at=F("created_at") - lease + timedelta(seconds=1))
+    assert _post(secret_client, "killed").status_code == 409  # the lease is still running
+    IdempotencyRecord.objects.update(created_at=F("created_at") - timedelta(seconds=1))
+    assert _post(secret_client, "killed").status_code == 200  # the retry takes the key over and does the work
+    assert Job.objects.count() == 1
+    # An answered request keeps its key for its whole lifetime, however old its claim.
+    IdempotencyRecord.objects.update(created_at=F("created_at") - lease - timedelta(seconds=1))
+    response = _post(secret_client, "killed")
+    assert response.status_code == 409 and response.json()["error"]["details"]["originalStatusCode"] == 200
 
 
 @pytest.mark.django_db(transaction=True)

@@ -79,3 +79,16 @@ def test_production_warnings_name_the_unsafe_settings():
         text=True,
     )
     assert "herald.W001" in out.stderr + out.stdout
+
+
+@pytest.mark.parametrize(
+    ("lease", "timeout", "expected"),
+    [(120, 30, []), (60, 30, ["herald.W003"]), (300, 30, ["herald.W004"]), (30, None, [])],
+)
+def test_the_delivery_lease_is_checked_against_the_smtp_timeout_and_the_take_over_time(
+    settings, lease, timeout, expected
+):
+    from django.core.checks import run_checks
+
+    settings.DELIVERY_LEASE_SECONDS, settings.EMAIL_TIMEOUT = lease, timeout
+    assert [message.id for message in run_checks() if message.id in ("herald.W003", "herald.W004")] == expected

@@ -1,20 +1,24 @@
 """Delivery: turn queued email rows into messages handed to the transport, each exactly once.
 
 1. Claim: a conditional UPDATE moves due QUEUED rows to SENDING (rows locked with SKIP LOCKED on PostgreSQL),
-   so a duplicated or retried task finds nothing left to claim. The claim commits before anything is sent.
+   so a duplicated or retried task finds nothing left to claim. The claim commits before anything is sent. It is a
+   lease of DELIVERY_LEASE_SECONDS, renewed while the worker sends (`_Lease`).
 2. Send, outside any transaction, over one reused connection: build the MIME bytes, sign them with the sender
    domain's DKIM key, hand them over, and mark the row SENT at once (the window in which a crash could repeat a
    message is one message wide).
-3. Transient failures go back to QUEUED with exponential backoff and jitter, up to DELIVERY_MAX_ATTEMPTS;
-   permanent ones (5xx) become FAILED with the server's reply. A lost connection releases the rest of the batch.
-4. The sweeper (`emails_sweep`) requeues rows whose worker died while they were claimed, and re-publishes
-   QUEUED rows whose task never arrived, so no accepted email is lost.
+3. Transient failures go back to QUEUED with exponential backoff and jitter, up to DELIVERY_MAX_ATTEMPTS (each
+   claim counts one); permanent ones (5xx) become FAILED with the server's reply. A lost connection releases the
+   rest of the batch. Whatever else one message raises (its MIME or DKIM step) is that message's failure alone.
+4. The sweeper (`emails_sweep`) requeues rows whose lease expired, their worker dead (or fails them when their
+   attempts are used up), and re-publishes QUEUED rows whose task never arrived, so no accepted email is lost.
 """
 
 import base64
 import contextlib
 import logging
+import math
 import random
+import time
 import uuid
 from collections import defaultdict
 from contextlib import contextmanager
@@ -36,7 +40,7 @@ from messaging.engagement.links import PAGES, system_links
 from messaging.feedback.suppression import emails_skip_suppressed
 from messaging.models import Email, EmailType
 from messaging.sending import mime
-from messaging.sending.throttle import send_slot_wait
+from messaging.sending.throttle import send_slot_after, send_slot_wait
 from messaging.sending.transport import OutgoingMessage, PreparedMessage, Transport, TransportError
 
 logger = logging.getLogger(__name__)
@@ -71,6 +75,7 @@ _DELIVERY_FIELDS = (
     "attachments",
     "message_id",
     "attempts",
+    "claimed_at",
     "created_at",
 )
 # The claim as one statement that also returns the rows: the subquery locks the due QUEUED rows, skipping those
@@ -195,28 +200,70 @@ def build_message(email: Email, domain: Domain) -> PreparedMessage:
     )
 
 
+class _Lease:
+    """A worker's hold on the rows it claimed (decisions.md: leases are renewed while a worker sends).
+
+    The rows' `claimed_at` is both the lease's start and the holder's token: the sweeper takes rows whose
+    `claimed_at` is older than DELIVERY_LEASE_SECONDS, and every renewal and mark of the holder requires its own
+    value. Renewing is one UPDATE of the rows still held, checked before each message and due every sixth of the
+    lease: a fast batch never renews, and a slow relay (EMAIL_TIMEOUT per message) keeps its rows for as long as it
+    keeps sending. A worker that outlived its lease anyway (one message or a stall longer than five sixths of it)
+    learns at its next renewal which rows another worker took over, and sends none of them; only the message it was
+    sending meanwhile may go twice.
+    """
+
+    def __init__(self) -> None:
+        self.interval = settings.DELIVERY_LEASE_SECONDS / 6
+        self.renewed = time.monotonic()
+
+    def keep(self, emails: list[Email]) -> list[Email]:
+        """`emails` (rows held until now) without those lost to another worker, their lease renewed if due."""
+        if not emails or time.monotonic() - self.renewed < self.interval:
+            return emails
+        now = timezone.now()
+        token = emails[0].claimed_at  # one claim, one value; renewed together
+        ids = [email.id for email in emails]
+        held = Email.objects.filter(id__in=ids, status=Email.Status.SENDING, claimed_at=token)
+        renewed = held.update(claimed_at=now)
+        self.renewed = time.monotonic()
+        if renewed < len(ids):
+            kept = set(
+                Email.objects.filter(id__in=ids, status=Email.Status.SENDING, claimed_at=now).values_list(
+                    "id", flat=True
+                )
+            )
+            logger.warning("Lease expired on %d email(s); another worker has them", len(ids) - len(kept))
+            emails = [email for email in emails if email.id in kept]
+        for email in emails:
+            email.claimed_at = now
+        return emails
+
+
 _MARK_SENT_SQL = (
     "UPDATE messaging_email SET status = %(sent)s, sent_at = %(at)s, provider_message_id = %(provider)s, "
-    "last_error = '', updated_at = %(at)s WHERE id = %(id)s AND status = %(sending)s"
+    "last_error = '', updated_at = %(at)s WHERE id = %(id)s AND status = %(sending)s AND claimed_at = %(lease)s"
 )
 _SENT_AT = Email._meta.get_field("sent_at")
 
 
-def _mark_sent(cursor, email_id, sent_at, provider_id: str) -> None:
+def _mark_sent(cursor, email: Email, sent_at, provider_id: str) -> bool:
+    """Mark a row SENT; False when another worker had taken it over (it records the row's outcome)."""
     # Once per delivered message: plain SQL (the ORM's compilation of this UPDATE costs more than the UPDATE),
     # prepared once per connection (PostgreSQL's planning was 60 % of the statement's cost).
     params = {
         "sent": Email.Status.SENT,
         "at": _SENT_AT.get_db_prep_value(sent_at, connection),
         "provider": provider_id,
-        "id": Email._meta.pk.get_db_prep_value(email_id, connection),
+        "id": Email._meta.pk.get_db_prep_value(email.id, connection),
         "sending": Email.Status.SENDING,
+        "lease": _SENT_AT.get_db_prep_value(email.claimed_at, connection),
     }
     execute_prepared(cursor, _MARK_SENT_SQL, params)
+    return cursor.rowcount == 1
 
 
-def _mark(email_id, status: str, **fields) -> None:
-    Email.objects.filter(pk=email_id, status=Email.Status.SENDING).update(
+def _mark(email: Email, status: str, **fields) -> None:
+    Email.objects.filter(pk=email.id, status=Email.Status.SENDING, claimed_at=email.claimed_at).update(
         status=status, updated_at=timezone.now(), **fields
     )
 
@@ -225,18 +272,39 @@ def _release(emails: list[Email], error: str, report: DeliveryReport) -> None:
     """Put claimed but unsent rows back in the queue (or fail those out of attempts)."""
     for email in emails:
         if email.attempts >= settings.DELIVERY_MAX_ATTEMPTS:
-            _mark(email.id, Email.Status.FAILED, last_error=error)
+            _mark(email, Email.Status.FAILED, last_error=error)
             report.failed.append((email, error))
             continue
         delay = retry_delay(email.attempts)
         _mark(
-            email.id,
+            email,
             Email.Status.QUEUED,
             last_error=error,
             claimed_at=None,
             next_attempt_at=timezone.now() + timedelta(seconds=delay),
         )
         report.retry[email.id] = delay
+
+
+def _defer(emails: list[Email], wait: float, report: DeliveryReport) -> None:
+    """Put back the rows of a project over its send rate until its bucket has a token for each, in whole seconds
+    (each row one token later than the one before it). Waiting for the rate is no attempt: the claim's is undone."""
+    now = timezone.now()
+    moments = defaultdict(list)
+    for position, email in enumerate(emails):
+        moments[math.ceil(send_slot_after(wait, position))].append(email)
+    for delay, group in moments.items():
+        Email.objects.filter(
+            id__in=[email.id for email in group], status=Email.Status.SENDING, claimed_at=group[0].claimed_at
+        ).update(
+            status=Email.Status.QUEUED,
+            claimed_at=None,
+            attempts=F("attempts") - 1,
+            next_attempt_at=now + timedelta(seconds=delay),
+            updated_at=now,
+        )
+        for email in group:
+            report.retry[email.id] = delay
 
 
 def email_event_data(email: Email, **extra) -> dict:
@@ -269,42 +337,65 @@ def _record_events(report: DeliveryReport) -> None:
         )
 
 
+def _fail(email: Email, error: str, report: DeliveryReport) -> None:
+    _mark(email, Email.Status.FAILED, last_error=error)
+    report.failed.append((email, error))
+
+
+def _prepare(email: Email, domains: dict) -> PreparedMessage:
+    """The signed message of `email`; a `ServiceError` when the service refuses to send it (no retry can help)."""
+    key = (email.project_id, email.from_email)
+    if key not in domains:
+        try:
+            domains[key] = sender_domain_for(project=email.project, address=email.from_email, for_signing=True)
+        except ServiceError as exc:
+            domains[key] = exc
+    domain = domains[key]
+    if isinstance(domain, ServiceError):
+        raise domain
+    return build_message(email, domain)
+
+
 def _send_claimed(emails: list[Email], report: DeliveryReport) -> None:
+    """Send the claimed rows in order; each row ends SENT, FAILED or back in the queue, whatever it raises.
+
+    A project over its send rate has its rows put back until its tokens are (`_defer`). A message that cannot be
+    built or signed (stored content the MIME or DKIM step rejects, a project gone) must
+    not stop the rest of the batch, which may belong to other projects: it is retried like a transient failure up
+    to its attempts, or failed at once when the service refuses it (`ServiceError`: an unverified domain, a DKIM
+    key that no longer decrypts). Errors of the database after a message went out are not caught: its row stays
+    SENDING and is the one message a crash may repeat."""
     domains: dict[tuple, Domain | ServiceError] = {}
+    lease = _Lease()
     with Transport() as transport, connection.cursor() as cursor:
-        for index, email in enumerate(emails):
+        while emails := lease.keep(emails):
+            email, emails = emails[0], emails[1:]
             wait = send_slot_wait(email.project_id)
-            if wait:
-                _release(emails[index:], "Waiting for the project's send rate", report)
-                for pending in emails[index:]:
-                    report.retry[pending.id] = wait
-                return
-            key = (email.project_id, email.from_email)
-            if key not in domains:
-                try:
-                    domains[key] = sender_domain_for(project=email.project, address=email.from_email, for_signing=True)
-                except ServiceError as exc:
-                    domains[key] = exc
-            domain = domains[key]
-            if isinstance(domain, ServiceError):
-                _mark(email.id, Email.Status.FAILED, last_error=domain.message)
-                report.failed.append((email, domain.message))
+            if wait:  # this project waits for its rate; the others' mail goes on
+                _defer([email, *(other for other in emails if other.project_id == email.project_id)], wait, report)
+                emails = [other for other in emails if other.project_id != email.project_id]
                 continue
             try:
-                provider_id = transport.send(build_message(email, domain))
+                provider_id = transport.send(_prepare(email, domains))
             except TransportError as exc:
                 if exc.permanent:
-                    _mark(email.id, Email.Status.FAILED, last_error=str(exc))
-                    report.failed.append((email, str(exc)))
+                    _fail(email, str(exc), report)
                     continue
                 _release([email], str(exc), report)
                 if exc.connection_lost:
-                    _release(emails[index + 1 :], str(exc), report)
+                    _release(emails, str(exc), report)
                     return
                 continue
+            except ServiceError as exc:
+                _fail(email, exc.message, report)
+                continue
+            except Exception as exc:
+                logger.exception("Could not send email %s", email.id)
+                _release([email], f"Could not send the message: {type(exc).__name__}: {exc}"[:1000], report)
+                continue
             sent_at = timezone.now()
-            _mark_sent(cursor, email.id, sent_at, provider_id)
-            report.sent.append((email, sent_at))
+            if _mark_sent(cursor, email, sent_at, provider_id):
+                report.sent.append((email, sent_at))
 
 
 @contextmanager
@@ -345,16 +436,37 @@ def emails_deliver(*, email_ids) -> DeliveryReport:
     return report
 
 
+STRANDED_ERROR = "The worker sending it stopped before it finished, on each of its attempts"
+
+
 def emails_sweep(*, now=None, limit: int = 5000) -> list:
-    """Requeue rows stranded in SENDING by a dead worker; return the ids of QUEUED rows whose task is overdue."""
+    """Take back the rows of workers that died; return the ids to publish again.
+
+    1. Rows SENDING past their lease belong to a worker that died (a working one renews its lease). Each claim counted an attempt: rows with
+       attempts left go back to QUEUED, the others become FAILED with an `email.failed` event, so a message that
+       kills every worker sending it stops coming back.
+    2. The ids of the requeued rows and of QUEUED rows whose task is overdue are returned for publishing.
+    """
     now = now or timezone.now()
-    stale = now - timedelta(seconds=settings.DELIVERY_CLAIM_TIMEOUT_SECONDS)
-    stranded = list(
-        Email.objects.filter(status=Email.Status.SENDING, claimed_at__lt=stale).values_list("id", flat=True)[:limit]
-    )
-    Email.objects.filter(id__in=stranded, status=Email.Status.SENDING).update(
-        status=Email.Status.QUEUED, claimed_at=None, next_attempt_at=None, updated_at=now
-    )
+    stale = now - timedelta(seconds=settings.DELIVERY_LEASE_SECONDS)
+    with transaction.atomic():
+        rows = list(
+            Email.objects.select_for_update(skip_locked=True)
+            .filter(status=Email.Status.SENDING, claimed_at__lt=stale)
+            .only(*_DELIVERY_FIELDS)[:limit]
+        )
+        exhausted = [email for email in rows if email.attempts >= settings.DELIVERY_MAX_ATTEMPTS]
+        stranded = [email.id for email in rows if email.attempts < settings.DELIVERY_MAX_ATTEMPTS]
+        taken = Email.objects.filter(status=Email.Status.SENDING, claimed_at__lt=stale)
+        taken.filter(id__in=stranded).update(
+            status=Email.Status.QUEUED, claimed_at=None, next_attempt_at=None, updated_at=now
+        )
+        taken.filter(id__in=[email.id for email in exhausted]).update(
+            status=Email.Status.FAILED, claimed_at=None, last_error=STRANDED_ERROR, updated_at=now
+        )
+    if exhausted:
+        prefetch_related_objects(exhausted, "project")
+        _record_events(DeliveryReport(failed=[(email, STRANDED_ERROR) for email in exhausted]))
     overdue = now - timedelta(minutes=2)
     waiting = (
         Email.objects.filter(status=Email.Status.QUEUED, updated_at__lt=overdue)

@@ -18,9 +18,11 @@ process held when it was killed, too). A row dispatched twice is claimed once (`
 
 import atexit
 import logging
+import math
 import os
 import threading
 import time
+from collections import defaultdict
 
 from django.conf import settings
 from django.core.cache import caches
@@ -44,6 +46,25 @@ def delivery_tasks_publish(email_ids: list[str]) -> None:
             deliver_emails_task.delay(batch)
         except Exception:
             logger.exception("Could not queue %d email(s) for delivery; the sweeper will send them", len(batch))
+
+
+def delivery_retries_publish(retry: dict) -> None:
+    """Publish the delivery tasks of emails put back for later (email id -> seconds): one task per whole second,
+    rounded up so that every row is due when its task runs, of up to `DELIVERY_BATCH_SIZE` ids (a throttled
+    project's rows go back in runs a second apart, not one task each). A broker failure is logged: the sweeper
+    publishes overdue rows."""
+    from messaging.tasks import deliver_emails_task
+
+    moments = defaultdict(list)
+    for email_id, delay in retry.items():
+        moments[math.ceil(delay)].append(str(email_id))
+    size = settings.DELIVERY_BATCH_SIZE
+    for countdown, ids in sorted(moments.items()):
+        for start in range(0, len(ids), size):
+            try:
+                deliver_emails_task.apply_async(args=[ids[start : start + size]], countdown=countdown)
+            except Exception:
+                logger.exception("Could not schedule %d email(s) for a later attempt; the sweeper will", len(ids))
 
 
 def _schedule_dispatch() -> None:

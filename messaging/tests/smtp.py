@@ -1,5 +1,6 @@
 """A real SMTP server on loopback (aiosmtpd) that records what it receives, for tests that send mail."""
 
+import asyncio
 import email
 import threading
 from dataclasses import dataclass, field
@@ -34,7 +35,8 @@ class Received:
 class SmtpSink:
     """Stores every message; `reply_to_rcpt` makes it answer RCPT with a chosen status instead (e.g. '550 no such
     user'), `refused` the same for some recipients only (address -> reply), `reply_to_mail` the same for MAIL. It
-    offers PIPELINING (as Postfix does) unless `pipelining` is off."""
+    offers PIPELINING (as Postfix does) unless `pipelining` is off, and takes `delay` seconds to accept each message
+    (a slow relay)."""
 
     host: str = "127.0.0.1"
     port: int = 0
@@ -43,6 +45,7 @@ class SmtpSink:
     refused: dict[str, str] = field(default_factory=dict)
     reply_to_mail: str | None = None
     pipelining: bool = True
+    delay: float = 0.0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     async def handle_EHLO(self, server, session, envelope: Envelope, hostname, responses):
@@ -66,6 +69,7 @@ class SmtpSink:
         return "250 OK"
 
     async def handle_DATA(self, server, session, envelope: Envelope):
+        await asyncio.sleep(self.delay)
         with self.lock:
             self.received.append(Received(envelope.mail_from, list(envelope.rcpt_tos), envelope.original_content))
         return "250 Message accepted for delivery"

@@ -1,15 +1,20 @@
 """Delivery discipline: each accepted email handed to the transport exactly once, failures sorted."""
 
+import threading
+import time
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from conftest import concurrently
 from contacts.models import Event
 from domains.models import Domain
+from domains.services import domain_dkim_key_ensure
 from messaging.models import Email
 from messaging.sending.delivery import emails_claim, emails_deliver, emails_sweep
+from messaging.sending.throttle import send_slot_wait
 from messaging.tasks import deliver_emails_task, sweep_emails_task
 
 pytestmark = pytest.mark.django_db
@@ -62,12 +67,98 @@ def test_a_worker_that_died_mid_batch_loses_nothing_and_repeats_nothing(queued, 
     # The broker redelivers the task (acks_late) before the claim times out: nothing is claimable yet.
     assert emails_deliver(email_ids=queued).sent == []
     # After the claim timeout the sweeper puts the unsent rows back and queues them.
-    later = timezone.now() + timedelta(seconds=settings.DELIVERY_CLAIM_TIMEOUT_SECONDS + 200)
+    later = timezone.now() + timedelta(seconds=settings.DELIVERY_LEASE_SECONDS + 200)
     overdue = emails_sweep(now=later)
     assert sorted(map(str, overdue)) == sorted(queued[1:])
     emails_deliver(email_ids=overdue)
     assert sorted(r.rcpt_tos[0] for r in smtp_sink.received) == ["b@example.test", "c@example.test"]
     assert Email.objects.filter(status="SENT").count() == 3
+
+
+def test_a_message_that_cannot_be_built_fails_alone_after_its_attempts(queued, smtp_sink, settings):
+    """A row the MIME or DKIM step rejects (here a bare LF in the name, stored before names were checked) is
+    retried like a transient failure, then FAILED with its error; the rest of its batch is sent meanwhile."""
+    settings.DELIVERY_MAX_ATTEMPTS = 2
+    Email.objects.filter(id=queued[1]).update(to_name="Bob\nSmith")
+    report = emails_deliver(email_ids=queued)
+    assert sorted(r.rcpt_tos[0] for r in smtp_sink.received) == ["a@example.test", "c@example.test"]
+    assert dict(Email.objects.values_list("to_email", "status")) == {
+        "a@example.test": "SENT",
+        "b@example.test": "QUEUED",
+        "c@example.test": "SENT",
+    }
+    assert list(report.retry) == [Email.objects.get(id=queued[1]).id]
+    Email.objects.filter(id=queued[1]).update(next_attempt_at=timezone.now())
+    emails_deliver(email_ids=queued)
+    email = Email.objects.get(id=queued[1])
+    assert (email.status, email.attempts) == ("FAILED", 2)
+    assert email.last_error.startswith("Could not send the message: ")
+    assert Event.objects.get(name="email.failed").data["error"] == email.last_error
+    assert len(smtp_sink.received) == 2
+
+
+def test_a_dkim_key_that_no_longer_decrypts_fails_the_mail_at_once(queued, smtp_sink, settings):
+    domain_dkim_key_ensure(domain=Domain.objects.get(name="alice.test"))
+    settings.SECRET_KEY = "a-new-secret-key-without-the-former-one-in-fallbacks-0123456789"
+    report = emails_deliver(email_ids=queued)
+    assert smtp_sink.received == [] and report.retry == {}
+    assert set(Email.objects.values_list("status", "last_error")) == {
+        ("FAILED", 'The DKIM key of domain "alice.test" can no longer be read by the service')
+    }
+    assert Event.objects.filter(name="email.failed").count() == 3
+
+
+def test_rows_of_workers_that_keep_dying_fail_once_their_attempts_are_used(queued, smtp_sink, settings):
+    """Each claim counts an attempt: the sweeper requeues a dead worker's rows while they have attempts left, then
+    fails them with an event instead of handing them to the next worker for ever."""
+    settings.DELIVERY_MAX_ATTEMPTS = 2
+    later = timezone.now() + timedelta(seconds=settings.DELIVERY_LEASE_SECONDS + 1)
+    emails_claim(email_ids=queued)  # the worker dies
+    assert sorted(map(str, emails_sweep(now=later))) == sorted(queued)
+    assert set(Email.objects.values_list("status", "attempts")) == {("QUEUED", 1)}
+    emails_claim(email_ids=queued)  # and the next one too
+    assert emails_sweep(now=later) == []
+    assert set(Email.objects.values_list("status", "attempts")) == {("FAILED", 2)}
+    assert Event.objects.filter(name="email.failed").count() == 3
+    assert smtp_sink.received == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_on_a_slow_relay_keeps_its_lease_while_it_sends(queued, smtp_sink, settings):
+    """The batch takes longer than the lease: the worker renews it, so the sweeper and a second worker running all
+    along take nothing from it and every message goes once."""
+    settings.DELIVERY_LEASE_SECONDS = 2
+    smtp_sink.delay = 0.8  # three messages: 2.4 s
+    domain_dkim_key_ensure(domain=Domain.objects.get(name="alice.test"))  # no key to make during the first message
+
+    def first_worker():
+        try:
+            emails_deliver(email_ids=queued)
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=first_worker)
+    worker.start()
+    try:
+        while worker.is_alive():
+            emails_deliver(email_ids=emails_sweep())
+            time.sleep(0.05)
+    finally:
+        worker.join()
+    assert sorted(r.rcpt_tos[0] for r in smtp_sink.received) == ["a@example.test", "b@example.test", "c@example.test"]
+    assert Email.objects.filter(status="SENT").count() == 3
+    assert Event.objects.filter(name="email.sent").count() == 3
+
+
+def test_a_dead_workers_emails_are_taken_over_when_its_lease_expires(queued, smtp_sink, settings):
+    settings.DELIVERY_LEASE_SECONDS = 30
+    claimed = emails_claim(email_ids=queued)  # and the worker dies before sending any
+    claimed_at = claimed[0].claimed_at
+    assert emails_sweep(now=claimed_at + timedelta(seconds=29)) == []
+    overdue = emails_sweep(now=claimed_at + timedelta(seconds=31))
+    assert sorted(map(str, overdue)) == sorted(queued)
+    emails_deliver(email_ids=overdue)
+    assert sorted(r.rcpt_tos[0] for r in smtp_sink.received) == ["a@example.test", "b@example.test", "c@example.test"]
 
 
 def test_the_sweeper_publishes_emails_whose_task_never_arrived(queued, smtp_sink):
@@ -160,10 +251,55 @@ def test_attempts_are_bounded(queued, smtp_sink, settings):
 
 def test_the_send_rate_throttles_without_rejecting(queued, smtp_sink, settings):
     settings.SEND_RATE_PER_PROJECT_PER_SECOND = 1
+    domain_dkim_key_ensure(domain=Domain.objects.get(name="alice.test"))  # making it could take the next token's second
     report = emails_deliver(email_ids=queued)
     assert len(report.sent) == 1
     assert len(report.retry) == 2 and all(0 < delay <= 3 for delay in report.retry.values())
     assert Email.objects.filter(status="QUEUED").count() == 2
+
+
+def test_a_project_over_its_rate_waits_for_its_tokens_alone_without_using_attempts(
+    project, secret_client, other_client, smtp_sink, settings, monkeypatch
+):
+    """One batch, two projects, one of them out of tokens: the other's mail goes now; the throttled project's rows
+    go back until its bucket has a token for each (one a second), attempts untouched, and are sent then."""
+    from messaging.sending import services as sending
+
+    monkeypatch.setattr(sending, "enqueue_delivery", lambda ids: None)  # the test delivers them itself
+    settings.SEND_RATE_PER_PROJECT_PER_SECOND = 1
+
+    def accepted(client, sender, recipients):
+        body = {"to": recipients, "from": sender, "subject": "S", "body": "<p>B</p>"}
+        response = client.post("/v1/send", body, format="json")
+        assert response.status_code == 200
+        return [entry["email"] for entry in response.json()["data"]["emails"]]
+
+    alice = accepted(secret_client, "hi@alice.test", ["a1@example.test", "a2@example.test"])
+    bob = accepted(other_client, "hi@bob.test", ["b1@example.test"])
+    assert send_slot_wait(project.id) == 0  # Alice's one token goes elsewhere
+    report = emails_deliver(email_ids=alice + bob)
+    assert [r.rcpt_tos[0] for r in smtp_sink.received] == ["b1@example.test"]
+    rows = {email.to_email: email for email in Email.objects.filter(id__in=alice)}
+    first, second = rows["a1@example.test"], rows["a2@example.test"]
+    assert {first.status, second.status} == {"QUEUED"} and first.attempts == second.attempts == 0
+    assert report.retry == {first.id: 1, second.id: 2}  # whole seconds: a token within one, the next one later
+    assert first.next_attempt_at <= timezone.now() + timedelta(seconds=1)
+    deadline = time.monotonic() + 10
+    while Email.objects.filter(id__in=alice, status="SENT").count() < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+        emails_deliver(email_ids=alice)
+    assert set(Email.objects.filter(id__in=alice).values_list("status", "attempts")) == {("SENT", 1)}
+    assert len(smtp_sink.received) == 3
+
+
+def test_a_send_rate_that_cannot_be_counted_holds_no_mail(queued, smtp_sink, settings):
+    """The bucket lives in the cache: with the cache unreachable mail goes unthrottled, as API requests do."""
+    settings.SEND_RATE_PER_PROJECT_PER_SECOND = 1
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://127.0.0.1:9/0"}
+    }
+    report = emails_deliver(email_ids=queued)
+    assert len(report.sent) == 3 and len(smtp_sink.received) == 3
 
 
 def test_an_address_that_could_inject_smtp_commands_is_never_written(smtp_sink):

@@ -71,7 +71,7 @@ def test_killing_the_worker_mid_batch_neither_loses_nor_repeats_a_message(secret
     delivered_before = len(sink.received)
     assert delivered_before < 8
     time.sleep(1.1)
-    with override_settings(DELIVERY_CLAIM_TIMEOUT_SECONDS=1):
+    with override_settings(DELIVERY_LEASE_SECONDS=1):
         stranded = emails_sweep()
     assert stranded
     for email_id in stranded:
