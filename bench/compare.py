@@ -26,7 +26,9 @@ def checkout(revision: str) -> Path:
     ).stdout.strip()
     folder = Path("/tmp") / f"herald-bench-base-{sha}"
     if not folder.exists():
-        subprocess.run(["git", "worktree", "add", "--detach", str(folder), sha], cwd=ROOT, check=True, stdout=sys.stderr)
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(folder), sha], cwd=ROOT, check=True, stdout=sys.stderr
+        )
     return folder
 
 
