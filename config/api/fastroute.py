@@ -2,8 +2,12 @@
 
 They are called for every page view and every message of every integrator. Behind Django's middleware stack and
 DRF (request and response objects, content negotiation, a deep copy of the serializer's fields per request) a call
-cost twice the work of the request itself. A route here takes the view's steps with the view's functions: the key
-lookup, the serializer's own fields, the rate limit, the same service in one transaction, the same response data.
+cost twice the work of the request itself. A route here is its view, taken apart once at start-up
+(`FastRoute.of_view`): the view's input serializer, validated field by field with its own fields; the view's
+handler (`HandlerView.handler`, the function the view calls too); its key kind and transaction; its renderer and
+DRF's headers. A view the route cannot take apart that way (another validation hook, permission, parser or
+throttle) is refused with ImproperlyConfigured.
+
 It answers only a request that succeeds. Anything else (no or a wrong key, a disabled project, a body that is not
 valid, a service error, an `Idempotency-Key`, an exceeded limit) goes on to Django unchanged, with nothing written,
 and the view answers it with the documented envelope; a request already counted by the rate limit is not counted
@@ -19,27 +23,28 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.core import signals
+from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
+from django.urls import resolve
+from rest_framework.renderers import BaseRenderer
 from rest_framework.serializers import Serializer
 
 from accounts.keys import PREFIXES, KeyKind
-from accounts.models import Project
 from accounts.selectors import api_key_lookup
-from config.api.authentication import bearer_token
+from config.api.authentication import ApiKeyAuthentication, bearer_token
 from config.api.middleware import request_id_for, reset_request_id, set_request_id
+from config.api.parsers import JsonObjectParser
+from config.api.permissions import HasProject
 from config.api.ratelimit import COUNTED_ENVIRON_KEY
-from config.api.renderers import JsonRenderer
 from config.api.sanity import body_fault, body_may_be_faulty
 from config.api.validation import check_validated_field_by_field, validated_fields
+from config.api.views import HandlerView
 from core.errors import ServiceError
 from core.ratelimit import Window, project_scope, rate_limit_hit
 
 logger = logging.getLogger(__name__)
-_RENDERER = JsonRenderer()
-# What Django's middleware adds to every API answer (SecurityMiddleware, XFrameOptionsMiddleware, DRF).
+# What Django's middleware adds to every API answer (SecurityMiddleware, XFrameOptionsMiddleware).
 _HEADERS = [
-    ("Content-Type", "application/json"),
-    ("Allow", "POST, OPTIONS"),
     ("X-Frame-Options", "DENY"),
     ("X-Content-Type-Options", "nosniff"),
     ("Referrer-Policy", "same-origin"),
@@ -50,20 +55,59 @@ _HEADERS = [
 @dataclass(frozen=True)
 class FastRoute:
     path: str
+    view: HandlerView  # an instance
     key_kind: KeyKind
     # One bound instance: its fields are built once and validating a value keeps no state in them.
     serializer: Serializer
-    # (project, validated values, the body as sent) -> the response data.
-    handle: Callable[[Project, dict, dict], dict]
-    # Run `handle` in a transaction (off for a service that is atomic on its own, as the view's `atomic_writes`).
-    atomic: bool = True
+    # (project, validated values, the body as sent) -> the response data; the view's own handler.
+    handle: Callable
+    # Run `handle` in a transaction, as the view does unless it sets `atomic_writes = False`.
+    atomic: bool
+    renderer: BaseRenderer
+    # The view's answer before Django's middleware: Content-Type and DRF's `Allow` (and `Vary: Accept`).
+    view_headers: tuple[tuple[str, str], ...]
     # Headers the view's answer has beyond the common ones (django-cors-headers varies /v1/track on the origin).
     headers: tuple[tuple[str, str], ...] = ()
 
-    def __post_init__(self):
-        # At start-up: a serializer with a hook that field-by-field validation skips would let the route accept
-        # what the view refuses.
-        check_validated_field_by_field(self.serializer)
+    @classmethod
+    def at(cls, path: str, headers: tuple[tuple[str, str], ...] = ()) -> "FastRoute":
+        """The route of the view that Django's URL map sends `path` to."""
+        view_class = getattr(resolve(path).func, "cls", None)
+        return cls.of_view(path, view_class, headers)
+
+    @classmethod
+    def of_view(cls, path: str, view_class, headers: tuple[tuple[str, str], ...] = ()) -> "FastRoute":
+        if not (isinstance(view_class, type) and issubclass(view_class, HandlerView)):
+            raise ImproperlyConfigured(f"Fast route {path}: {view_class!r} is not a HandlerView")
+        name = view_class.__qualname__
+        view = view_class()
+        authenticators = view.get_authenticators()
+        if len(authenticators) != 1 or not isinstance(authenticators[0], ApiKeyAuthentication):
+            raise ImproperlyConfigured(f"Fast route {path}: {name} must authenticate with one API key class")
+        for kind, found, allowed in (
+            ("permission", view.permission_classes, [HasProject]),
+            ("parser", view.parser_classes, [JsonObjectParser]),
+            ("throttle", view.throttle_classes, []),
+        ):
+            if list(found) != allowed:
+                raise ImproperlyConfigured(f"Fast route {path}: {name} {kind} classes {found!r} would be skipped")
+        if "POST" not in view.allowed_methods:
+            raise ImproperlyConfigured(f"Fast route {path}: {name} does not answer POST")
+        serializer = view.input_serializer()
+        check_validated_field_by_field(serializer)
+        renderer = view.get_renderers()[0]
+        content_type = f"{renderer.media_type}; charset={renderer.charset}" if renderer.charset else renderer.media_type
+        return cls(
+            path=path,
+            view=view,
+            key_kind=authenticators[0].required_kind,
+            serializer=serializer,
+            handle=view_class.handler,
+            atomic=view.atomic_writes,
+            renderer=renderer,
+            view_headers=(("Content-Type", content_type), *view.default_response_headers.items()),
+            headers=headers,
+        )
 
 
 def _token(environ, kind: KeyKind) -> str | None:
@@ -111,8 +155,8 @@ def _answer(route: FastRoute, environ, body: bytes) -> tuple[list, bytes] | None
             data = route.handle(match.project, values, payload)
     except ServiceError:
         return None  # the view answers it with its envelope
-    headers = _HEADERS + list(route.headers) + (list(limit.headers().items()) if limit is not None else [])
-    return headers, _RENDERER.render(data)
+    headers = [*route.view_headers, *_HEADERS, *route.headers]
+    return headers + (list(limit.headers().items()) if limit is not None else []), route.renderer.render(data)
 
 
 def with_fast_routes(application, routes: list[FastRoute]):

@@ -3,6 +3,7 @@ exactly as the view answers it; every other goes to the view (the `send` fixture
 ways), counted once by the rate limit."""
 
 import json
+import re
 
 import pytest
 
@@ -27,6 +28,15 @@ def test_a_served_send_has_the_views_headers_and_queues_the_email(project, secre
     assert (served.status, viewed.status_code) == (200, 200)
     assert set(served.headers) == set(viewed.headers)
     [entry] = served.json()["data"]["emails"]
+    time = served.json()["data"]["timestamp"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", time)
+    assert (
+        served.body
+        == (  # the answer built by SendResultSerializer, byte for byte what was built by hand
+            f'{{"success":true,"data":{{"emails":[{{"contact":{{"id":"{entry["contact"]["id"]}",'
+            f'"email":"ann@example.test"}},"email":"{entry["email"]}"}}],"timestamp":"{time}"}}}}'
+        ).encode()
+    )
     email = Email.objects.get(id=entry["email"])
     assert (email.project_id, email.status, email.to_email) == (project.project.id, "QUEUED", "ann@example.test")
 
