@@ -2,12 +2,27 @@
 
 They are called for every page view and every message of every integrator. Behind Django's middleware stack and
 DRF (request and response objects, content negotiation, a deep copy of the serializer's fields per request) a call
-cost twice the work of the request itself. A route here takes the view's steps with the view's functions: the key
-lookup, the serializer's own fields, the rate limit, the same service in one transaction, the same response data.
-It answers only a request that succeeds. Anything else (no or a wrong key, a disabled project, a body that is not
-valid, a service error, an `Idempotency-Key`, an exceeded limit) goes on to Django unchanged, with nothing written,
-and the view answers it with the documented envelope; a request already counted by the rate limit is not counted
-again there. So does a call from a web page (an `Origin` header): CORS headers are django-cors-headers' to give.
+cost twice the work of the request itself. A route here is its view, taken apart once at start-up
+(`FastRoute.of_view`): the view's input serializer, validated field by field with its own fields; the view's
+handler (`HandlerView.handler`, the function the view calls too); its key kind and transaction; its renderer; the
+headers its answer gets from DRF and from Django's configured middleware, found by running a canned answer of the
+view through that middleware (`_middleware_headers`) rather than listed here. A view the route cannot take apart
+that way (another validation hook, permission, parser or throttle) is refused with ImproperlyConfigured.
+
+A route answers only a request that succeeds. Anything else goes on to Django unchanged, with nothing written, and
+the view answers it with the documented envelope; a request already counted by the rate limit is not counted again
+there:
+- no or a wrong key, a disabled project, a body that is not valid, a service error, an exceeded limit;
+- what Django's middleware answers itself: a `Host` that `ALLOWED_HOSTS` refuses (400), a request that
+  `SECURE_SSL_REDIRECT` (or any other middleware) redirects or answers, a disallowed user agent;
+- what the view reads beyond the body and the key: an `Idempotency-Key`, an `Accept` its content negotiation
+  refuses, a query string (`?format=`, and the NUL check of the query), cookies (the session and CSRF middleware);
+- a call from a web page (an `Origin` header): CORS headers are django-cors-headers' to give.
+
+The canned answer goes through the middleware with a request of the same path, host and scheme and no other
+header; a middleware that treats requests differently by another header (as GZipMiddleware by `Accept-Encoding`)
+is seen only if it also changes the answer by its size, which the probe tries. Such a middleware is to be checked
+here when it is added.
 """
 
 import contextlib
@@ -15,50 +30,251 @@ import io
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.core import signals
+from django.core.exceptions import DisallowedHost, ImproperlyConfigured
+from django.core.handlers.base import BaseHandler
+from django.core.handlers.wsgi import WSGIRequest
 from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.urls import resolve
+from rest_framework.exceptions import NotAcceptable
+from rest_framework.renderers import BaseRenderer
+from rest_framework.request import Request
 from rest_framework.serializers import Serializer
 
 from accounts.keys import PREFIXES, KeyKind
-from accounts.models import Project
 from accounts.selectors import api_key_lookup
-from config.api.authentication import bearer_token
+from config.api.authentication import ApiKeyAuthentication, bearer_token
 from config.api.middleware import request_id_for, reset_request_id, set_request_id
+from config.api.parsers import JsonObjectParser
+from config.api.permissions import HasProject
 from config.api.ratelimit import COUNTED_ENVIRON_KEY
-from config.api.renderers import JsonRenderer
 from config.api.sanity import body_fault, body_may_be_faulty
-from config.api.validation import validated_fields
+from config.api.validation import check_validated_field_by_field, validated_fields
+from config.api.views import HandlerView
 from core.errors import ServiceError
 from core.ratelimit import Window, project_scope, rate_limit_hit
 
 logger = logging.getLogger(__name__)
-_RENDERER = JsonRenderer()
-# What Django's middleware adds to every API answer (SecurityMiddleware, XFrameOptionsMiddleware, DRF).
-_HEADERS = [
-    ("Content-Type", "application/json"),
-    ("Allow", "POST, OPTIONS"),
-    ("X-Frame-Options", "DENY"),
-    ("X-Content-Type-Options", "nosniff"),
-    ("Referrer-Policy", "same-origin"),
-    ("Cross-Origin-Opener-Policy", "same-origin"),
-]
+# Headers whose value is the request's own, set for each answer.
+_PER_REQUEST = frozenset(["content-length", "x-request-id"])
+_ACCEPT_MEMORY = 256  # distinct Accept values whose negotiation is remembered per route
 
 
 @dataclass(frozen=True)
 class FastRoute:
     path: str
+    view: HandlerView  # an instance, for its content negotiation
     key_kind: KeyKind
     # One bound instance: its fields are built once and validating a value keeps no state in them.
     serializer: Serializer
-    # (project, validated values, the body as sent) -> the response data.
-    handle: Callable[[Project, dict, dict], dict]
-    # Run `handle` in a transaction (off for a service that is atomic on its own, as the view's `atomic_writes`).
-    atomic: bool = True
-    # Headers the view's answer has beyond the common ones (django-cors-headers varies /v1/track on the origin).
-    headers: tuple[tuple[str, str], ...] = ()
+    # (project, validated values, the body as sent) -> the response data; the view's own handler.
+    handle: Callable
+    # Run `handle` in a transaction, as the view does unless it sets `atomic_writes = False`.
+    atomic: bool
+    renderer: BaseRenderer
+    # The view's answer before Django's middleware: Content-Type and DRF's `Allow` (and `Vary: Accept`).
+    view_headers: tuple[tuple[str, str], ...]
+    _accepts: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def at(cls, path: str) -> "FastRoute":
+        """The route of the view that Django's URL map sends `path` to."""
+        view_class = getattr(resolve(path).func, "cls", None)
+        return cls.of_view(path, view_class)
+
+    @classmethod
+    def of_view(cls, path: str, view_class) -> "FastRoute":
+        if not (isinstance(view_class, type) and issubclass(view_class, HandlerView)):
+            raise ImproperlyConfigured(f"Fast route {path}: {view_class!r} is not a HandlerView")
+        name = view_class.__qualname__
+        view = view_class()
+        authenticators = view.get_authenticators()
+        if len(authenticators) != 1 or not isinstance(authenticators[0], ApiKeyAuthentication):
+            raise ImproperlyConfigured(f"Fast route {path}: {name} must authenticate with one API key class")
+        for kind, found, allowed in (
+            ("permission", view.permission_classes, [HasProject]),
+            ("parser", view.parser_classes, [JsonObjectParser]),
+            ("throttle", view.throttle_classes, []),
+        ):
+            if list(found) != allowed:
+                raise ImproperlyConfigured(f"Fast route {path}: {name} {kind} classes {found!r} would be skipped")
+        if "POST" not in view.allowed_methods:
+            raise ImproperlyConfigured(f"Fast route {path}: {name} does not answer POST")
+        serializer = view.input_serializer()
+        check_validated_field_by_field(serializer)
+        renderer = view.get_renderers()[0]
+        content_type = f"{renderer.media_type}; charset={renderer.charset}" if renderer.charset else renderer.media_type
+        route = cls(
+            path=path,
+            view=view,
+            key_kind=authenticators[0].required_kind,
+            serializer=serializer,
+            handle=view_class.handler,
+            atomic=view.atomic_writes,
+            renderer=renderer,
+            view_headers=(("Content-Type", content_type), *view.default_response_headers.items()),
+        )
+        if not route.accepts("*/*"):
+            raise ImproperlyConfigured(f"Fast route {path}: {name} does not answer with {renderer.media_type}")
+        return route
+
+    def accepts(self, accept: str) -> bool:
+        """Whether the view's content negotiation picks the route's renderer for this `Accept` (DRF answers 406
+        otherwise, as the envelope's 400 here)."""
+        known = self._accepts.get(accept)
+        if known is None:
+            request = HttpRequest()
+            request.META["HTTP_ACCEPT"] = accept
+            try:
+                renderer, _ = self.view.get_content_negotiator().select_renderer(
+                    Request(request), self.view.get_renderers()
+                )
+            except NotAcceptable:
+                known = False
+            else:
+                known = type(renderer) is type(self.renderer)
+            if len(self._accepts) >= _ACCEPT_MEMORY:
+                self._accepts.clear()
+            self._accepts[accept] = known
+        return known
+
+
+class _MiddlewareProbe(BaseHandler):
+    """Django's configured middleware around a given answer in place of URL resolution and the view."""
+
+    def __init__(self):
+        self.load_middleware()
+
+    def _get_response(self, request):
+        return request.fast_route_answer
+
+
+_probe: _MiddlewareProbe | None = None
+# (path, secure, host) -> the headers of a successful answer, or None when Django's middleware answers itself.
+_headers: dict[tuple[str, bool, str], list[tuple[str, str]] | None] = {}
+# The environ's values Django reads for a request's host and scheme (`HttpRequest.get_host`, `is_secure`; the
+# forwarded ones only with USE_X_FORWARDED_*, and the header of SECURE_PROXY_SSL_HEADER) -> (secure, host), or None
+# for a host ALLOWED_HOSTS refuses. Django's answer for the same values is the same, and finding it costs more than
+# the rest of the route's own work.
+_sites: dict[tuple, tuple[bool, str] | None] = {}
+_MEMORY = 64  # entries of each; a full one starts again (the hosts of one service are few)
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """The settings read for every request, read once (a read of `django.conf.settings` costs microseconds)."""
+
+    proxy_ssl_header: str | None
+    refuses_user_agents: bool
+
+
+_settings: _Settings | None = None
+
+
+def _read_settings() -> _Settings:
+    global _settings
+    if _settings is None:
+        proxy = settings.SECURE_PROXY_SSL_HEADER
+        _settings = _Settings(proxy[0] if proxy else None, bool(settings.DISALLOWED_USER_AGENTS))
+    return _settings
+
+
+def _forget_middleware(**kwargs) -> None:
+    """Settings changed (tests): Django's middleware reads them when it is built."""
+    global _probe, _settings
+    _probe = _settings = None
+    _headers.clear()
+    _sites.clear()
+
+
+signals.setting_changed.connect(_forget_middleware)
+
+
+def _middleware_headers(route: FastRoute, secure: bool, host: str) -> list[tuple[str, str]] | None:
+    """The headers of the view's successful answer as Django's middleware leaves it, for requests to `host` over
+    https or not: a canned answer with the view's headers, run through the middleware twice with two bodies, a
+    short and a long one (a middleware may act only on a body above some size, as GZipMiddleware from 200 bytes).
+
+    None when the middleware does not let such an answer through as it is: it answers itself (a redirect of
+    `SECURE_SSL_REDIRECT` or `PREPEND_WWW`, an error), changes the status or the body (compression), sets a cookie,
+    or adds a header that depends on the body (an ETag). Such requests go to Django."""
+    global _probe
+    if _probe is None:
+        _probe = _MiddlewareProbe()
+    found = []
+    for content in (b"{}", b'{"probe":"' + b"x" * 1000 + b'"}'):
+        request = WSGIRequest(
+            {
+                "REQUEST_METHOD": "POST",
+                "PATH_INFO": route.path,
+                "SCRIPT_NAME": "",
+                "QUERY_STRING": "",
+                "HTTP_HOST": host,
+                "SERVER_NAME": "localhost",  # Django takes the host from HTTP_HOST
+                "SERVER_PORT": "443" if secure else "80",
+                "SERVER_PROTOCOL": "HTTP/1.1",
+                "REMOTE_ADDR": "127.0.0.1",
+                "CONTENT_TYPE": "application/json",
+                "CONTENT_LENGTH": "0",
+                "wsgi.url_scheme": "https" if secure else "http",
+                "wsgi.input": io.BytesIO(),
+                "wsgi.errors": io.StringIO(),
+            }
+        )
+        answer = HttpResponse(content, status=200)
+        for name, value in route.view_headers:
+            answer[name] = value
+        request.fast_route_answer = answer
+        response = _probe.get_response(request)
+        if response is not answer or response.status_code != 200 or response.content != content or response.cookies:
+            return None
+        found.append([(name, value) for name, value in response.items() if name.lower() not in _PER_REQUEST])
+    return found[0] if found[0] == found[1] else None
+
+
+def _remember(memory: dict, key, value):
+    if len(memory) >= _MEMORY:
+        memory.clear()
+    memory[key] = value
+    return value
+
+
+def _site(environ) -> tuple[bool, str] | None:
+    """Whether Django sees the request as https, and its host; None for a host that ALLOWED_HOSTS refuses."""
+    proxy = _read_settings().proxy_ssl_header
+    get = environ.get
+    key = (
+        get("wsgi.url_scheme"),
+        get(proxy) if proxy else None,
+        get("HTTP_HOST"),
+        get("SERVER_NAME"),
+        get("SERVER_PORT"),
+        get("HTTP_X_FORWARDED_HOST"),
+        get("HTTP_X_FORWARDED_PORT"),
+    )
+    if key in _sites:
+        return _sites[key]
+    request = WSGIRequest({**environ, "wsgi.input": io.BytesIO()})
+    try:
+        site = (request.is_secure(), request.get_host())
+    except DisallowedHost:
+        site = None  # Django answers 400 with the envelope (and logs it as a security event)
+    return _remember(_sites, key, site)
+
+
+def _headers_for(route: FastRoute, environ) -> list[tuple[str, str]] | None:
+    """The headers Django would answer this request with, or None when Django must answer it."""
+    site = _site(environ)
+    if site is None:
+        return None
+    key = (route.path, *site)
+    if key in _headers:
+        return _headers[key]
+    return _remember(_headers, key, _middleware_headers(route, *site))
 
 
 def _token(environ, kind: KeyKind) -> str | None:
@@ -106,8 +322,20 @@ def _answer(route: FastRoute, environ, body: bytes) -> tuple[list, bytes] | None
             data = route.handle(match.project, values, payload)
     except ServiceError:
         return None  # the view answers it with its envelope
-    headers = _HEADERS + list(route.headers) + (list(limit.headers().items()) if limit is not None else [])
-    return headers, _RENDERER.render(data)
+    return (list(limit.headers().items()) if limit is not None else []), route.renderer.render(data)
+
+
+def _plain(route: FastRoute, environ) -> bool:
+    """Nothing in the request beyond its key and body that Django's middleware or the view would act on."""
+    return (
+        environ.get("REQUEST_METHOD") == "POST"
+        and not environ.get("QUERY_STRING")
+        and "HTTP_IDEMPOTENCY_KEY" not in environ
+        and "HTTP_ORIGIN" not in environ
+        and "HTTP_COOKIE" not in environ
+        and ("HTTP_ACCEPT" not in environ or route.accepts(environ["HTTP_ACCEPT"]))
+        and not _read_settings().refuses_user_agents
+    )
 
 
 def with_fast_routes(application, routes: list[FastRoute]):
@@ -116,14 +344,14 @@ def with_fast_routes(application, routes: list[FastRoute]):
 
     def fast_application(environ, start_response):
         route = by_path.get(environ.get("PATH_INFO"))
-        if (
-            route is None
-            or environ.get("REQUEST_METHOD") != "POST"
-            or "HTTP_IDEMPOTENCY_KEY" in environ
-            or "HTTP_ORIGIN" in environ
-        ):
+        if route is None or not _plain(route, environ):
             return application(environ, start_response)
-        body = _body(environ)
+        try:
+            headers = _headers_for(route, environ)
+        except Exception:  # Django meets the same fault and answers it (a misconfigured SECURE_PROXY_SSL_HEADER)
+            logger.warning("Fast %s: no headers; handing the request to Django", route.path, exc_info=True)
+            headers = None
+        body = _body(environ) if headers is not None else None
         if body is None:
             return application(environ, start_response)
         request_id = request_id_for(environ.get("HTTP_X_REQUEST_ID", ""))
@@ -132,7 +360,9 @@ def with_fast_routes(application, routes: list[FastRoute]):
         try:
             answer = _answer(route, environ, body)
         except Exception:
-            # The view answers the error as it would have (nothing was written: the handler is atomic).
+            # The view answers the error as it would have. Nothing was written by an error before or inside the
+            # service (atomic on its own, or in the route's transaction); one raised after the service returned
+            # (building or rendering the answer) would have the view run it again.
             logger.warning("Fast %s failed; handing the request to the view", route.path, exc_info=True)
             answer = None
         finally:
@@ -143,8 +373,11 @@ def with_fast_routes(application, routes: list[FastRoute]):
             environ["wsgi.input"] = io.BytesIO(body)
             environ["HTTP_X_REQUEST_ID"] = request_id
             return application(environ, start_response)
-        headers, content = answer
-        start_response("200 OK", [*headers, ("Content-Length", str(len(content))), ("X-Request-Id", request_id)])
+        rate_limit, content = answer
+        start_response(
+            "200 OK",
+            [*headers, *rate_limit, ("Content-Length", str(len(content))), ("X-Request-Id", request_id)],
+        )
         return [content]
 
     return fast_application

@@ -7,6 +7,8 @@ the codes integrators already handle (`invalid_type`, `invalid_string`, `too_sma
 
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
+from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 from rest_framework.fields import SkipField
 
@@ -160,16 +162,49 @@ def validate(serializer_class, data: Any, *, context: dict | None = None, partia
 
 def validated_fields(serializer, data: Any) -> dict | None:
     """What `validate` returns for `data`, field by field with a bound `serializer` instance that is reused across
-    requests, or None when `data` is not valid (the caller then lets `validate` report why). Only for serializers
-    without object-level `validate` hooks."""
+    requests, or None when `data` is not valid (the caller then lets `validate` report why). Each field runs its
+    whole `run_validation` (its own `validators` included); what the serializer adds around its fields is not run,
+    so a serializer with any of it must be refused up front by `check_validated_field_by_field`."""
     if not isinstance(data, dict) or type_errors(serializer, data, []):
         return None
     values = {}
     for name, field in serializer.fields.items():
+        if field.read_only:
+            continue
         try:
             values[name] = field.run_validation(field.get_value(data))
         except SkipField:
             continue
-        except serializers.ValidationError:
+        except (serializers.ValidationError, DjangoValidationError):
             return None
     return values
+
+
+# What DRF's Serializer runs around its fields (`run_validation` -> `to_internal_value`, `run_validators`,
+# `validate`): a serializer class overriding any of it validates differently from `validated_fields`.
+_SERIALIZER_STEPS = ("run_validation", "to_internal_value", "run_validators", "validate")
+
+
+def check_validated_field_by_field(serializer) -> None:
+    """Raise ImproperlyConfigured, naming the serializer and the hook, if `validated_fields` would accept what
+    `validate` refuses or return other values: an object-level `validate()` or another override of the serializer's
+    own steps, a `validate_<field>` method, serializer-level validators (`Meta.validators`), or a field written
+    under another name (`source=`). Field `validators` and nested serializers run in full and are fine."""
+    cls = type(serializer)
+    name = f"{cls.__module__}.{cls.__qualname__}"
+    for step in _SERIALIZER_STEPS:
+        if getattr(cls, step) is not getattr(serializers.Serializer, step):
+            raise ImproperlyConfigured(f"{name}.{step}() would be skipped when validating field by field")
+    for field_name, field in serializer.fields.items():
+        if callable(getattr(serializer, f"validate_{field_name}", None)):
+            raise ImproperlyConfigured(
+                f"{name}.validate_{field_name}() would be skipped when validating field by field"
+            )
+        if not field.read_only and field.source != field_name:
+            raise ImproperlyConfigured(
+                f"{name}.{field_name} is written as {field.source!r}, field by field validation keeps the field name"
+            )
+    if serializer.validators:
+        raise ImproperlyConfigured(
+            f"{name} validators {serializer.validators!r} would be skipped when validating field by field"
+        )

@@ -199,10 +199,10 @@ class TrackInputSerializer(serializers.Serializer):
     data = DataField()
 
 
-class TrackDataSerializer(serializers.Serializer):
-    contact = serializers.UUIDField()
-    event = serializers.UUIDField()
-    timestamp = IsoDateTimeField()
+class TrackDataSerializer(serializers.Serializer):  # of a contacts.services.TrackResult
+    contact = serializers.UUIDField(source="contact.id")
+    event = serializers.UUIDField(source="event.id")
+    timestamp = IsoDateTimeField(source="event.created_at")
 
 
 class TrackOutputSerializer(serializers.Serializer):

@@ -9,11 +9,12 @@ from accounts.jobs import job_json
 from accounts.models import Job
 from config.api.authentication import PublicKeyAuthentication
 from config.api.exceptions import BareError
+from config.api.output import output
 from config.api.pagination import CursorSort, cursor_page, int_param
 from config.api.schema import ERROR_RESPONSE as ERROR
 from config.api.schema import IDEMPOTENCY_KEY, bare_or_envelope_400, count_parameter
 from config.api.validation import validate
-from config.api.views import ApiView, ProjectScopedViewSet
+from config.api.views import HandlerView, ProjectScopedViewSet
 from contacts import selectors, services, upsert
 from contacts.api import serializers as s
 from contacts.bulk import JOB_TYPES, contacts_bulk_start
@@ -22,7 +23,6 @@ from contacts.imports import contact_import_start
 from contacts.models import Contact, Event
 from contacts.usage import event_usage, field_usage
 from core.errors import Conflict, NotFound, ValidationFailed
-from core.time import iso
 
 CONTACT_SORT = CursorSort({"createdAt": "created_at", "email": "email"}, default="createdAt")
 EVENT_SORT = CursorSort({"createdAt": "created_at"}, default="createdAt")
@@ -258,36 +258,31 @@ class ContactImportViewSet(ContactViewSet):
     parser_classes = [MultiPartParser]
 
 
-def track_response_data(result: upsert.TrackResult) -> dict:
-    """The Track result envelope (also answered by `contacts.api.fast`, the same request in front of Django)."""
-    return {
-        "success": True,
-        "data": {
-            "contact": str(result.contact.id),
-            "event": str(result.event.id),
-            "timestamp": iso(result.event.created_at),
-        },
-    }
+_track_output = output(s.TrackOutputSerializer)
 
 
-def _track(request, project) -> Response:
-    data = validate(s.TrackInputSerializer, request.data)
+def track_handle(project, values: dict, payload: dict) -> dict:
+    """POST /v1/track and /events/track once the body is valid: record the event, answer the Track result."""
     result = upsert.event_track(
         project=project,
-        email=data["email"],
-        name=data["event"],
-        subscribed=data.get("subscribed"),
-        data=data.get("data"),
+        email=values["email"],
+        name=values["event"],
+        subscribed=values.get("subscribed"),
+        data=values.get("data"),
     )
-    return Response(track_response_data(result))
+    return _track_output({"success": True, "data": result})
 
 
-class TrackView(ApiView):
+class TrackView(HandlerView):
     """POST /v1/track: the public key only (it is published in browsers); honours Idempotency-Key."""
+
+    # A successful call is answered in front of Django (config.api.fastroute) with this view's serializer and handler.
 
     authentication_classes = [PublicKeyAuthentication]
     idempotent = True
-    atomic_writes = False  # event_track writes without a transaction on PostgreSQL, in its own elsewhere
+    atomic_writes = False  # event_track needs no transaction around it (contacts.upsert)
+    input_serializer = s.TrackInputSerializer
+    handler = staticmethod(track_handle)
 
     @extend_schema(
         operation_id="v1_track",
@@ -296,7 +291,7 @@ class TrackView(ApiView):
         parameters=[IDEMPOTENCY_KEY],
     )
     def post(self, request):
-        return _track(request, request.auth.project)
+        return self.handled(request)
 
 
 class EventViewSet(ProjectScopedViewSet):
@@ -309,7 +304,7 @@ class EventViewSet(ProjectScopedViewSet):
         responses={200: s.TrackOutputSerializer, 422: ERROR},
     )
     def track(self, request):
-        return _track(request, self.project)
+        return Response(track_handle(self.project, validate(s.TrackInputSerializer, request.data), request.data))
 
     @extend_schema(
         operation_id="events_list",

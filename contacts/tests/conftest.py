@@ -1,7 +1,44 @@
+import json
+from dataclasses import dataclass
+
 import pytest
 
+from config.tests.wsgi import wsgi_call
+from conftest import client_with
 from contacts.models import Contact, Event
 from contacts.signals import event_recorded, events_recorded
+
+
+@dataclass(frozen=True)
+class TrackClient:
+    """POST /v1/track with a key, through Django's test client (`way="django"`: the view) or through the application
+    gunicorn serves (`way="served"`: answered in front of Django when it succeeds, config.api.fastroute)."""
+
+    way: str
+    key: str
+
+    def using(self, key: str) -> "TrackClient":
+        return TrackClient(self.way, key)
+
+    def post(self, path: str, body, format: str = "json", **extra):
+        """As Django's test client (`HTTP_*` headers as keywords), for the tests written against it."""
+        assert (path, format) == ("/v1/track", "json")
+        headers = {name.removeprefix("HTTP_").replace("_", "-"): value for name, value in extra.items()}
+        return self.call(body, headers=headers)
+
+    def call(self, payload=None, *, headers: dict | None = None, raw: bytes | None = None):
+        body = raw if raw is not None else json.dumps(payload).encode()
+        if self.way == "django":
+            meta = {f"HTTP_{name.upper().replace('-', '_')}": value for name, value in (headers or {}).items()}
+            return client_with(self.key).generic("POST", "/v1/track", body, "application/json", **meta)
+        headers = {"Authorization": f"Bearer {self.key}", "Content-Type": "application/json", **(headers or {})}
+        return wsgi_call("POST", "/v1/track", body=body, headers=headers)
+
+
+@pytest.fixture(params=["django", "served"])
+def track_client(request, project) -> TrackClient:
+    """The project's public-key client of POST /v1/track: each test using it runs both ways (`TrackClient`)."""
+    return TrackClient(request.param, project.keys.public_key)
 
 
 @pytest.fixture

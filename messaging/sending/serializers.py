@@ -1,6 +1,7 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from config.api.fields import IsoDateTimeField
 from config.api.schema import JSON_OBJECT
 from messaging.content.serializers import no_line_breaks
 
@@ -51,14 +52,21 @@ class SendInputSerializer(serializers.Serializer):
         self.fields["from"] = SenderField(required=False, help_text="An address or {name, email}")
 
 
-class SentEmailSerializer(serializers.Serializer):
-    contact = serializers.DictField()
-    email = serializers.UUIDField()
+# Published as the free-form object it has always been documented as (the schema is unchanged).
+@extend_schema_field(serializers.DictField)
+class SentContactSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    email = serializers.CharField()
+
+
+class SentEmailSerializer(serializers.Serializer):  # of a messaging.sending.services.Queued
+    contact = SentContactSerializer()
+    email = serializers.UUIDField(source="email.id")
 
 
 class SendResultDataSerializer(serializers.Serializer):
     emails = SentEmailSerializer(many=True)
-    timestamp = serializers.DateTimeField()
+    timestamp = IsoDateTimeField()
 
 
 class SendResultSerializer(serializers.Serializer):

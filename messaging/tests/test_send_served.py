@@ -3,10 +3,11 @@ exactly as the view answers it; every other goes to the view (the `send` fixture
 ways), counted once by the rate limit."""
 
 import json
+import re
 
 import pytest
 
-from config.tests.wsgi import wsgi_call
+from config.tests.wsgi import assert_answered_alike, wsgi_call
 from messaging.models import Email
 
 pytestmark = pytest.mark.django_db
@@ -24,9 +25,19 @@ def payload(**overrides) -> dict:
 def test_a_served_send_has_the_views_headers_and_queues_the_email(project, secret_client):
     served = served_send(project.keys.secret_key, payload())
     viewed = secret_client.post("/v1/send", payload(to="bob@example.test"), format="json")
-    assert (served.status, viewed.status_code) == (200, 200)
-    assert set(served.headers) == set(viewed.headers)
+    assert (served.status, served.by_django, viewed.status_code) == (200, False, 200)
+    assert_answered_alike(served, viewed)  # header values too, the rate limit counting the view's call second
+    assert_answered_alike(viewed, served_send(project.keys.secret_key, payload(to="cyd@example.test")))
     [entry] = served.json()["data"]["emails"]
+    time = served.json()["data"]["timestamp"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", time)
+    assert (
+        served.body
+        == (
+            f'{{"success":true,"data":{{"emails":[{{"contact":{{"id":"{entry["contact"]["id"]}",'
+            f'"email":"ann@example.test"}},"email":"{entry["email"]}"}}],"timestamp":"{time}"}}}}'
+        ).encode()
+    )
     email = Email.objects.get(id=entry["email"])
     assert (email.project_id, email.status, email.to_email) == (project.project.id, "QUEUED", "ann@example.test")
 
