@@ -121,7 +121,11 @@ class RenderedContent:
 
 def render_email(*, subject: str, body: str, scope: dict[str, Any], lenient: bool) -> RenderedContent:
     return RenderedContent(
-        subject=render(subject, scope, html=False, lenient=lenient).replace("\r", " ").replace("\n", " "),
+        # A subject is one header line: data rendered into it may not break it (the MIME writer would refuse it).
+        subject=render(subject, scope, html=False, lenient=lenient)
+        .replace("\r", " ")
+        .replace("\n", " ")
+        .replace("\0", ""),
         html=render(body, scope, html=True, lenient=lenient),
     )
 

@@ -3,11 +3,13 @@ from rest_framework import serializers
 
 from core.time import iso
 from messaging.models import EmailType, Template
+from messaging.sending.mime import header_safe
 
 
 def no_line_breaks(value: str) -> str:
-    if "\r" in value or "\n" in value:
-        raise serializers.ValidationError("Must not contain line breaks", code="invalid_string")
+    """A value written into a header (a subject, a display name): one line, no NUL."""
+    if not header_safe(value):
+        raise serializers.ValidationError("Must not contain line breaks or NUL characters", code="invalid_string")
     return value
 
 
@@ -18,7 +20,9 @@ class TemplateInputSerializer(serializers.Serializer):
         max_length=998, required=False, allow_blank=True, trim_whitespace=False, validators=[no_line_breaks]
     )
     body = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
-    fromName = serializers.CharField(source="from_name", max_length=255, required=False, allow_blank=True)
+    fromName = serializers.CharField(
+        source="from_name", max_length=255, required=False, allow_blank=True, validators=[no_line_breaks]
+    )
     replyTo = serializers.EmailField(source="reply_to", max_length=320, required=False, allow_blank=True)
     type = serializers.ChoiceField(choices=EmailType.choices, required=False)
 

@@ -39,7 +39,9 @@ class SendInputSerializer(serializers.Serializer):
     )
     body = serializers.CharField(required=False, allow_blank=False, trim_whitespace=False)
     template = serializers.UUIDField(required=False, allow_null=True)
-    name = serializers.CharField(max_length=255, required=False, allow_blank=True, help_text="Deprecated")
+    name = serializers.CharField(
+        max_length=255, required=False, allow_blank=True, validators=[no_line_breaks], help_text="Deprecated"
+    )
     subscribed = serializers.BooleanField(required=False, allow_null=True)
     data = ObjectField(required=False, allow_null=True)
     headers = serializers.JSONField(required=False, allow_null=True)

@@ -189,3 +189,29 @@ def test_an_address_that_could_inject_smtp_commands_is_never_written(smtp_sink):
     with Transport() as transport, pytest.raises(TransportError) as refused:
         transport.send(message)
     assert refused.value.permanent and smtp_sink.received == []
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("from_name", "Support\r\nBcc: evil@x.test"),
+        ("to_name", "Ann\nBcc: evil@x.test"),
+        ("subject", "Hello\r\nBcc: evil@x.test"),
+        ("reply_to", "support@alice.test\r\nBcc: evil@x.test"),
+        ("headers", {"X-Note": "a\r\nBcc: evil@x.test"}),
+        ("from_name", "Support\x00"),
+    ],
+)
+def test_a_stored_header_value_that_would_add_a_header_fails_that_email_only(queued, smtp_sink, field, value):
+    """Rows written before an input rule existed (or edited by hand) reach the MIME writer, which refuses them:
+    that one email fails with the reason, the others of the batch go out, and no injected header reaches the
+    server."""
+    Email.objects.filter(id=queued[1]).update(**{field: value})
+    report = emails_deliver(email_ids=queued)
+    assert sorted(r.rcpt_tos[0] for r in smtp_sink.received) == ["a@example.test", "c@example.test"]
+    assert all(b"evil@x.test" not in r.raw and r.message["Bcc"] is None for r in smtp_sink.received)
+    failed = Email.objects.get(id=queued[1])
+    assert failed.status == "FAILED"
+    assert failed.last_error.startswith("Not sent: ") and "line break or NUL" in failed.last_error
+    assert [email.id for email, _ in report.failed] == [failed.id]
+    assert report.retry == {}

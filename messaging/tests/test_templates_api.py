@@ -87,6 +87,10 @@ def test_a_subdomain_of_a_verified_domain_may_send(secret_client):
         ({"subject": "two\nlines"}, "subject"),
         ({"type": "NEWSLETTER"}, "type"),
         ({"replyTo": "not-an-email"}, "replyTo"),
+        ({"replyTo": "support@alice.test\r\nBcc: evil@x.test"}, "replyTo"),
+        ({"fromName": "Alice\r\nBcc: evil@x.test"}, "fromName"),
+        ({"fromName": "Alice\nBcc: evil@x.test"}, "fromName"),
+        ({"fromName": "Alice\x00"}, "fromName"),
         ({"from": "not-an-email"}, "from"),
         ({"name": 5}, "name"),
     ],
@@ -164,3 +168,13 @@ def test_a_domain_used_by_a_template_cannot_be_deleted(secret_client, project):
     response = secret_client.delete(f"/domains/{domain.id}")
     assert response.status_code == 409
     assert "Welcome" in response.json()["error"]["message"]
+
+
+def test_an_update_cannot_give_the_sender_a_name_that_adds_a_header(secret_client):
+    template = create(secret_client)
+    response = secret_client.patch(
+        f"/templates/{template['id']}", {"fromName": "Alice\r\nBcc: evil@x.test"}, format="json"
+    )
+    assert response.status_code == 422
+    assert response.json()["error"]["errors"][0]["field"] == "fromName"
+    assert Template.objects.get(id=template["id"]).from_name == "Alice"
