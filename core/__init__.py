@@ -1,6 +1,6 @@
 """The shared core under every app: the error vocabulary (`errors`), timestamps (`time`), JSON type names
-(`json`), pages of rows (`pages`), the rate-limit counter (`ratelimit`), the Redis client (`cache`) and the prepared
-statements of the hottest paths (`db`).
+(`json`), pages of rows (`pages`), the rate-limit counter (`ratelimit`), the Redis client (`cache`), the prepared
+statements of the hottest paths (`db`) and the helpers that keep scans of user text linear (`scan`).
 
 It imports no app and no HTTP code; apps and `config.api` build on it.
 """

@@ -5,6 +5,20 @@ from core.time import iso
 from messaging.models import EmailType, Template
 from messaging.sending.mime import header_safe
 
+# decisions.md: bodies at most 2 MB wherever content enters (subjects: 998 characters, one header line).
+MAX_BODY_BYTES = 2 * 1024 * 1024
+
+
+def body_size(value: str) -> str:
+    """A body: at most 2 MB of UTF-8 (a body past it is refused before anything scans it)."""
+    if len(value) > MAX_BODY_BYTES or (
+        len(value) * 4 > MAX_BODY_BYTES and len(value.encode("utf-8", "surrogatepass")) > MAX_BODY_BYTES
+    ):
+        raise serializers.ValidationError(
+            f"Must be at most 2 MB ({MAX_BODY_BYTES:,} bytes of UTF-8)", code="max_length"
+        )
+    return value
+
 
 def no_line_breaks(value: str) -> str:
     """A value written into a header (a subject, a display name): one line, no NUL."""
@@ -19,7 +33,7 @@ class TemplateInputSerializer(serializers.Serializer):
     subject = serializers.CharField(
         max_length=998, required=False, allow_blank=True, trim_whitespace=False, validators=[no_line_breaks]
     )
-    body = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    body = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False, validators=[body_size])
     fromName = serializers.CharField(
         source="from_name", max_length=255, required=False, allow_blank=True, validators=[no_line_breaks]
     )

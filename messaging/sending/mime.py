@@ -12,13 +12,14 @@ saved before a rule existed, or edited by hand) can ever add a header to a signe
 
 import base64
 import binascii
-import html as html_lib
 import re
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
 from email.header import Header
 from email.utils import format_datetime, formataddr
+
+from messaging.sending.plaintext import html_to_text
 
 CRLF = "\r\n"
 _FIELD_NAME = re.compile(r"[!-9;-~]+")  # RFC 5322 field name: printable ASCII except the colon
@@ -104,29 +105,6 @@ def _qp(text: str) -> str:
 
 def _b64(content: bytes) -> str:
     return base64.encodebytes(content).decode("ascii").replace("\n", CRLF)
-
-
-_BLOCK_END = re.compile(r"</(p|div|h[1-6]|li|tr|table|blockquote|section|article|header|footer)\s*>", re.I)
-_BREAK = re.compile(r"<br\s*/?>", re.I)
-_LINK = re.compile(r"<a\s[^>]*?href\s*=\s*[\"']([^\"']+)[\"'][^>]*>(.*?)</a\s*>", re.I | re.S)
-_INVISIBLE = re.compile(r"<(script|style|head|title)[^>]*>.*?</\1\s*>", re.I | re.S)
-_TAG = re.compile(r"<[^>]+>")
-# Runs of spaces after the other blanks became spaces (str.replace): a pattern matching every blank itself stopped at
-# each single space of the text and was two thirds of the text part's cost.
-_SPACE_RUNS = re.compile("  +")
-_BLANK_LINES = re.compile(r"\n\s*\n\s*\n+")
-
-
-def html_to_text(html: str) -> str:
-    """A readable plain-text part for an HTML body: links kept as `text (url)`, blocks on their own lines."""
-    text = _INVISIBLE.sub("", html)
-    text = _LINK.sub(lambda m: f"{_TAG.sub('', m.group(2)).strip()} ({m.group(1)})", text)
-    text = _BREAK.sub("\n", text)
-    text = _BLOCK_END.sub("\n\n", text)
-    text = html_lib.unescape(_TAG.sub("", text))
-    text = _SPACE_RUNS.sub(" ", text.replace("\t", " ").replace("\r", " ").replace("\f", " ").replace("\v", " "))
-    lines = (line.strip() for line in text.split("\n"))
-    return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip() + "\n"
 
 
 def insert_before_body_end(html: str, snippet: str) -> str:

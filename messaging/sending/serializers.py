@@ -2,7 +2,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.api.schema import JSON_OBJECT
-from messaging.content.serializers import no_line_breaks
+from messaging.content.serializers import body_size, no_line_breaks
 
 _ADDRESS = [
     {"type": "string", "format": "email"},
@@ -37,7 +37,7 @@ class SendInputSerializer(serializers.Serializer):
     subject = serializers.CharField(
         max_length=998, required=False, allow_blank=False, trim_whitespace=False, validators=[no_line_breaks]
     )
-    body = serializers.CharField(required=False, allow_blank=False, trim_whitespace=False)
+    body = serializers.CharField(required=False, allow_blank=False, trim_whitespace=False, validators=[body_size])
     template = serializers.UUIDField(required=False, allow_null=True)
     name = serializers.CharField(
         max_length=255, required=False, allow_blank=True, validators=[no_line_breaks], help_text="Deprecated"

@@ -190,6 +190,8 @@ ATTACHMENT = {"filename": "a.txt", "content": B64(b"x").decode(), "contentType":
         ({"to": [{"name": "x"}]}, 422, "to.0.email"),
         ({"subject": "a\nb"}, 422, "subject"),
         ({"subject": "x" * 999}, 422, "subject"),
+        ({"body": "x" * (2 * 1024 * 1024 + 1)}, 422, "body"),
+        ({"body": "é" * (1024 * 1024 + 1)}, 422, "body"),  # 2 MB and 2 bytes of UTF-8
         ({"headers": {"X-A\r\nBcc": "evil@x.test"}}, 422, "headers.X-A\r\nBcc"),
         ({"headers": {"X-Long": "v" * 999}}, 422, "headers.X-Long"),
         ({"headers": {"X-Inject": "a\r\nBcc: evil@x.test"}}, 422, "headers.X-Inject"),

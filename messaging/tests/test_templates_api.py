@@ -85,6 +85,9 @@ def test_a_subdomain_of_a_verified_domain_may_send(secret_client):
         ({"body": "{% if %}"}, "body"),
         ({"subject": "{{ name "}, "subject"),
         ({"subject": "two\nlines"}, "subject"),
+        ({"subject": "x" * 999}, "subject"),
+        ({"body": "x" * (2 * 1024 * 1024 + 1)}, "body"),
+        ({"body": "é" * (1024 * 1024 + 1)}, "body"),  # 2 MB and 2 bytes of UTF-8
         ({"type": "NEWSLETTER"}, "type"),
         ({"replyTo": "not-an-email"}, "replyTo"),
         ({"replyTo": "support@alice.test\r\nBcc: evil@x.test"}, "replyTo"),
@@ -178,3 +181,16 @@ def test_an_update_cannot_give_the_sender_a_name_that_adds_a_header(secret_clien
     assert response.status_code == 422
     assert response.json()["error"]["errors"][0]["field"] == "fromName"
     assert Template.objects.get(id=template["id"]).from_name == "Alice"
+
+
+def test_a_body_of_2_mb_is_accepted_and_one_byte_more_is_not(secret_client):
+    body = "<p>" + "x" * (2 * 1024 * 1024 - 7) + "</p>"
+    template = create(secret_client, body=body)
+    assert len(template["body"]) == 2 * 1024 * 1024
+    response = secret_client.patch(f"/templates/{template['id']}", {"body": body + "x"}, format="json")
+    assert response.status_code == 422
+    assert response.json()["error"]["errors"][0] == {
+        "field": "body",
+        "code": "too_big",
+        "message": "Must be at most 2 MB (2,097,152 bytes of UTF-8)",
+    }
