@@ -6,11 +6,27 @@ from rest_framework import serializers
 from config.api.fields import IsoDateTimeField
 from config.api.serializers import OutputSerializer
 from messaging.models import EmailType
+from messaging.sending.mime import header_safe
+
+# Bodies at most 2 MB wherever content enters (subjects: 998 characters, one header line).
+MAX_BODY_BYTES = 2 * 1024 * 1024
+
+
+def body_size(value: str) -> str:
+    """A body: at most 2 MB of UTF-8 (a body past it is refused before anything scans it)."""
+    if len(value) > MAX_BODY_BYTES or (
+        len(value) * 4 > MAX_BODY_BYTES and len(value.encode("utf-8", "surrogatepass")) > MAX_BODY_BYTES
+    ):
+        raise serializers.ValidationError(
+            f"Must be at most 2 MB ({MAX_BODY_BYTES:,} bytes of UTF-8)", code="max_length"
+        )
+    return value
 
 
 def no_line_breaks(value: str) -> str:
-    if "\r" in value or "\n" in value:
-        raise serializers.ValidationError("Must not contain line breaks", code="invalid_string")
+    """A value written into a header (a subject, a display name): one line, no NUL."""
+    if not header_safe(value):
+        raise serializers.ValidationError("Must not contain line breaks or NUL characters", code="invalid_string")
     return value
 
 
@@ -20,8 +36,10 @@ class TemplateInputSerializer(serializers.Serializer):
     subject = serializers.CharField(
         max_length=998, required=False, allow_blank=True, trim_whitespace=False, validators=[no_line_breaks]
     )
-    body = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
-    fromName = serializers.CharField(source="from_name", max_length=255, required=False, allow_blank=True)
+    body = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False, validators=[body_size])
+    fromName = serializers.CharField(
+        source="from_name", max_length=255, required=False, allow_blank=True, validators=[no_line_breaks]
+    )
     replyTo = serializers.EmailField(source="reply_to", max_length=320, required=False, allow_blank=True)
     type = serializers.ChoiceField(choices=EmailType.choices, required=False)
 

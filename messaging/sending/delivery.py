@@ -389,6 +389,11 @@ def _send_claimed(emails: list[Email], report: DeliveryReport) -> None:
             except ServiceError as exc:
                 _fail(email, exc.message, report)
                 continue
+            except mime.UnsafeHeader as exc:
+                # A row no input rule would accept today (stored before one existed, or edited by hand): the
+                # message cannot be written safely, and retrying will not change that.
+                _fail(email, f"Not sent: {exc}", report)
+                continue
             except Exception as exc:
                 logger.exception("Could not send email %s", email.id)
                 _release([email], f"Could not send the message: {type(exc).__name__}: {exc}"[:1000], report)

@@ -13,7 +13,7 @@ from django.core.validators import EmailValidator
 
 from core.errors import ValidationFailed
 from core.json import json_type
-from messaging.sending.mime import Attachment
+from messaging.sending.mime import Attachment, header_safe
 
 _email_validator = EmailValidator()
 MAX_RECIPIENTS = 100
@@ -74,9 +74,11 @@ def _address(value: Any, field: str) -> Address:
         raise ValidationFailed.field(
             field, "Expected an email address or {name, email}", "invalid_type", received=json_type(value)
         )
-    if any(char in name for char in "\r\n") or len(name) > 255:
+    if not header_safe(name) or len(name) > 255:
         raise ValidationFailed.field(
-            field.removesuffix(".email") + ".name", "Name must be one line of at most 255 characters", "invalid_string"
+            field.removesuffix(".email") + ".name",
+            "Name must be one line of at most 255 characters, without NUL characters",
+            "invalid_string",
         )
     if len(email) > 320 or not valid_email(email):
         raise ValidationFailed.field(field, "Invalid email", "invalid_string")
@@ -125,8 +127,10 @@ def parse_headers(value: Any) -> dict[str, str]:
             )
         if not isinstance(header_value, str):
             raise ValidationFailed.field(path, "Expected string", "invalid_type", received=json_type(header_value))
-        if "\r" in header_value or "\n" in header_value:
-            raise ValidationFailed.field(path, "Header values cannot contain line breaks", "invalid_string")
+        if not header_safe(header_value):
+            raise ValidationFailed.field(
+                path, "Header values cannot contain line breaks or NUL characters", "invalid_string"
+            )
         if len(header_value) > MAX_HEADER_VALUE:
             raise ValidationFailed.field(path, f"Header values are at most {MAX_HEADER_VALUE} characters", "too_big")
         headers[name] = header_value
@@ -159,9 +163,11 @@ def parse_attachments(value: Any) -> list[Attachment]:
         if not isinstance(item, dict):
             raise ValidationFailed.field(path, "Expected object", "invalid_type", received=json_type(item))
         filename = _string(item, "filename", path, required=True)
-        if not 1 <= len(filename) <= 255 or any(char in filename for char in '\r\n"'):
+        if not 1 <= len(filename) <= 255 or not header_safe(filename) or '"' in filename:
             raise ValidationFailed.field(
-                f"{path}.filename", "1 to 255 characters without quotes or line breaks", "invalid_string"
+                f"{path}.filename",
+                "1 to 255 characters without quotes, line breaks or NUL characters",
+                "invalid_string",
             )
         content_type = _string(item, "contentType", path, required=False) or "application/octet-stream"
         if not re.match(r"^[\w.+-]+/[\w.+-]+$", content_type):

@@ -3,7 +3,7 @@ from rest_framework import serializers
 
 from config.api.fields import IsoDateTimeField
 from config.api.schema import JSON_OBJECT
-from messaging.content.serializers import no_line_breaks
+from messaging.content.serializers import body_size, no_line_breaks
 
 _ADDRESS = [
     {"type": "string", "format": "email"},
@@ -38,9 +38,11 @@ class SendInputSerializer(serializers.Serializer):
     subject = serializers.CharField(
         max_length=998, required=False, allow_blank=False, trim_whitespace=False, validators=[no_line_breaks]
     )
-    body = serializers.CharField(required=False, allow_blank=False, trim_whitespace=False)
+    body = serializers.CharField(required=False, allow_blank=False, trim_whitespace=False, validators=[body_size])
     template = serializers.UUIDField(required=False, allow_null=True)
-    name = serializers.CharField(max_length=255, required=False, allow_blank=True, help_text="Deprecated")
+    name = serializers.CharField(
+        max_length=255, required=False, allow_blank=True, validators=[no_line_breaks], help_text="Deprecated"
+    )
     subscribed = serializers.BooleanField(required=False, allow_null=True)
     data = ObjectField(required=False, allow_null=True)
     headers = serializers.JSONField(required=False, allow_null=True)

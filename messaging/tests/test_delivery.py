@@ -75,11 +75,20 @@ def test_a_worker_that_died_mid_batch_loses_nothing_and_repeats_nothing(queued, 
     assert Email.objects.filter(status="SENT").count() == 3
 
 
-def test_a_message_that_cannot_be_built_fails_alone_after_its_attempts(queued, smtp_sink, settings):
-    """A row the MIME or DKIM step rejects (here a bare LF in the name, stored before names were checked) is
-    retried like a transient failure, then FAILED with its error; the rest of its batch is sent meanwhile."""
+def test_a_message_that_cannot_be_built_fails_alone_after_its_attempts(queued, smtp_sink, settings, monkeypatch):
+    """A row whose MIME or DKIM step raises something unexpected (here an error planted in the build of one email)
+    is retried like a transient failure, then FAILED with its error; the rest of its batch is sent meanwhile."""
+    from messaging.sending import delivery
+
     settings.DELIVERY_MAX_ATTEMPTS = 2
-    Email.objects.filter(id=queued[1]).update(to_name="Bob\nSmith")
+    prepare = delivery._prepare
+
+    def failing_for_bob(email, domains):
+        if email.to_email == "b@example.test":
+            raise RuntimeError("the build broke")
+        return prepare(email, domains)
+
+    monkeypatch.setattr(delivery, "_prepare", failing_for_bob)
     report = emails_deliver(email_ids=queued)
     assert sorted(r.rcpt_tos[0] for r in smtp_sink.received) == ["a@example.test", "c@example.test"]
     assert dict(Email.objects.values_list("to_email", "status")) == {
@@ -262,11 +271,12 @@ def test_a_project_over_its_rate_waits_for_its_tokens_alone_without_using_attemp
     project, secret_client, other_client, smtp_sink, settings, monkeypatch
 ):
     """One batch, two projects, one of them out of tokens: the other's mail goes now; the throttled project's rows
-    go back until its bucket has a token for each (one a second), attempts untouched, and are sent then."""
+    go back until its bucket has a token for each (one every two seconds, so that a slow machine does not refill it
+    mid-test), attempts untouched, and are sent then."""
     from messaging.sending import services as sending
 
     monkeypatch.setattr(sending, "enqueue_delivery", lambda ids: None)  # the test delivers them itself
-    settings.SEND_RATE_PER_PROJECT_PER_SECOND = 1
+    settings.SEND_RATE_PER_PROJECT_PER_SECOND = 0.5
 
     def accepted(client, sender, recipients):
         body = {"to": recipients, "from": sender, "subject": "S", "body": "<p>B</p>"}
@@ -282,9 +292,9 @@ def test_a_project_over_its_rate_waits_for_its_tokens_alone_without_using_attemp
     rows = {email.to_email: email for email in Email.objects.filter(id__in=alice)}
     first, second = rows["a1@example.test"], rows["a2@example.test"]
     assert {first.status, second.status} == {"QUEUED"} and first.attempts == second.attempts == 0
-    assert report.retry == {first.id: 1, second.id: 2}  # whole seconds: a token within one, the next one later
-    assert first.next_attempt_at <= timezone.now() + timedelta(seconds=1)
-    deadline = time.monotonic() + 10
+    assert report.retry == {first.id: 2, second.id: 4}  # whole seconds: a token within two, the next one later
+    assert first.next_attempt_at <= timezone.now() + timedelta(seconds=2)
+    deadline = time.monotonic() + 20
     while Email.objects.filter(id__in=alice, status="SENT").count() < 2 and time.monotonic() < deadline:
         time.sleep(0.2)
         emails_deliver(email_ids=alice)
@@ -314,3 +324,29 @@ def test_an_address_that_could_inject_smtp_commands_is_never_written(smtp_sink):
     with Transport() as transport, pytest.raises(TransportError) as refused:
         transport.send(message)
     assert refused.value.permanent and smtp_sink.received == []
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("from_name", "Support\r\nBcc: evil@x.test"),
+        ("to_name", "Ann\nBcc: evil@x.test"),
+        ("subject", "Hello\r\nBcc: evil@x.test"),
+        ("reply_to", "support@alice.test\r\nBcc: evil@x.test"),
+        ("headers", {"X-Note": "a\r\nBcc: evil@x.test"}),
+        ("from_name", "Support\x00"),
+    ],
+)
+def test_a_stored_header_value_that_would_add_a_header_fails_that_email_only(queued, smtp_sink, field, value):
+    """Rows written before an input rule existed (or edited by hand) reach the MIME writer, which refuses them:
+    that one email fails with the reason, the others of the batch go out, and no injected header reaches the
+    server."""
+    Email.objects.filter(id=queued[1]).update(**{field: value})
+    report = emails_deliver(email_ids=queued)
+    assert sorted(r.rcpt_tos[0] for r in smtp_sink.received) == ["a@example.test", "c@example.test"]
+    assert all(b"evil@x.test" not in r.raw and r.message["Bcc"] is None for r in smtp_sink.received)
+    failed = Email.objects.get(id=queued[1])
+    assert failed.status == "FAILED"
+    assert failed.last_error.startswith("Not sent: ") and "line break or NUL" in failed.last_error
+    assert [email.id for email, _ in report.failed] == [failed.id]
+    assert report.retry == {}

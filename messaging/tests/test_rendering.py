@@ -3,6 +3,7 @@ from liquid.exceptions import LiquidError
 
 from core.errors import ValidationFailed
 from messaging.content import rendering
+from messaging.sending.mime import header_safe
 
 SCOPE = {"name": "<b>Ann</b>", "first name": "Ann", "plan": "pro", "data": {"plan": "pro"}, "n": 3}
 
@@ -63,3 +64,11 @@ def test_system_variables_cannot_be_shadowed_by_data():
     assert scope["unsubscribeUrl"] == "https://svc/u/t"
     assert scope["email"] == "a@b.test"
     assert scope["plan"] == scope["data"]["plan"] == "pro"
+
+
+def test_data_rendered_into_a_subject_cannot_break_its_line():
+    rendered = rendering.render_email(
+        subject="Hi {{ name }}", body="<p>x</p>", scope={"name": "Ann\r\nBcc: evil@x.test\x00"}, lenient=True
+    )
+    assert header_safe(rendered.subject)
+    assert rendered.subject.split() == ["Hi", "Ann", "Bcc:", "evil@x.test"]

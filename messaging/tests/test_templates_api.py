@@ -85,8 +85,15 @@ def test_a_subdomain_of_a_verified_domain_may_send(secret_client):
         ({"body": "{% if %}"}, "body"),
         ({"subject": "{{ name "}, "subject"),
         ({"subject": "two\nlines"}, "subject"),
+        ({"subject": "x" * 999}, "subject"),
+        ({"body": "x" * (2 * 1024 * 1024 + 1)}, "body"),
+        ({"body": "é" * (1024 * 1024 + 1)}, "body"),  # 2 MB and 2 bytes of UTF-8
         ({"type": "NEWSLETTER"}, "type"),
         ({"replyTo": "not-an-email"}, "replyTo"),
+        ({"replyTo": "support@alice.test\r\nBcc: evil@x.test"}, "replyTo"),
+        ({"fromName": "Alice\r\nBcc: evil@x.test"}, "fromName"),
+        ({"fromName": "Alice\nBcc: evil@x.test"}, "fromName"),
+        ({"fromName": "Alice\x00"}, "fromName"),
         ({"from": "not-an-email"}, "from"),
         ({"name": 5}, "name"),
     ],
@@ -177,3 +184,26 @@ def test_a_domain_used_by_a_template_cannot_be_deleted(secret_client, project):
     response = secret_client.delete(f"/domains/{domain.id}")
     assert response.status_code == 409
     assert "Welcome" in response.json()["error"]["message"]
+
+
+def test_an_update_cannot_give_the_sender_a_name_that_adds_a_header(secret_client):
+    template = create(secret_client)
+    response = secret_client.patch(
+        f"/templates/{template['id']}", {"fromName": "Alice\r\nBcc: evil@x.test"}, format="json"
+    )
+    assert response.status_code == 422
+    assert response.json()["error"]["errors"][0]["field"] == "fromName"
+    assert Template.objects.get(id=template["id"]).from_name == "Alice"
+
+
+def test_a_body_of_2_mb_is_accepted_and_one_byte_more_is_not(secret_client):
+    body = "<p>" + "x" * (2 * 1024 * 1024 - 7) + "</p>"
+    template = create(secret_client, body=body)
+    assert len(template["body"]) == 2 * 1024 * 1024
+    response = secret_client.patch(f"/templates/{template['id']}", {"body": body + "x"}, format="json")
+    assert response.status_code == 422
+    assert response.json()["error"]["errors"][0] == {
+        "field": "body",
+        "code": "too_big",
+        "message": "Must be at most 2 MB (2,097,152 bytes of UTF-8)",
+    }
