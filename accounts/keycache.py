@@ -57,7 +57,7 @@ return {entry, count}
 )  # run by its SHA (EVALSHA), loaded into Redis on first use
 
 
-def _get(key: str, window: Window | None):
+def _get(key: str, window: Window | None, kind: str):
     cache = caches["default"]
     client = redis_client(cache)
     if client is None:
@@ -66,7 +66,7 @@ def _get(key: str, window: Window | None):
     if window is None:
         raw = client.get(full_key)
     else:
-        head, _, tail = cache.make_key(window.key(project_scope("\0"))).rpartition("\0")
+        head, _, tail = cache.make_key(window.key(project_scope("\0", kind))).rpartition("\0")
         raw, count = _GET_AND_COUNT([full_key], [json.dumps(STALE), head, tail, window.timeout], client=client)
         if count >= 0:
             window.count = count
@@ -74,11 +74,11 @@ def _get(key: str, window: Window | None):
     return None if raw is None else json.loads(raw)
 
 
-def cached_project(digest: str, window: Window | None = None) -> Project | str | None:
+def cached_project(digest: str, window: Window | None = None, kind: str = "") -> Project | str | None:
     """The cached project for a key hash, STALE when it must be read from the database, or None (not cached).
-    With `window`, a cached project's request is counted in it too (`window.count`)."""
+    With `window`, a cached project's request is counted in it too (`window.count`), in the budget of `kind`."""
     try:
-        entry = _get(_key(digest), window)
+        entry = _get(_key(digest), window, kind)
     except Exception:
         return STALE
     if entry is None or entry == STALE:

@@ -25,7 +25,7 @@ class ApiKeyMatch:
 
 def _load(kind: KeyKind, token: str, digest: str, window: Window | None) -> Project | None:
     if keycache.enabled():
-        cached = keycache.cached_project(digest, window)
+        cached = keycache.cached_project(digest, window, kind)
         if isinstance(cached, Project):
             return cached
     else:

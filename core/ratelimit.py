@@ -58,8 +58,10 @@ def _increment(key: str, timeout: int) -> int:
         return 1
 
 
-def project_scope(project_id) -> str:
-    return f"project:{project_id}"
+def project_scope(project_id, kind: str) -> str:
+    """The budget of one project's calls with one kind of key: the public key is published in web pages, so its
+    calls have a budget of their own and cannot use up the secret key's."""
+    return f"project:{project_id}:{kind}"
 
 
 @dataclass

@@ -45,6 +45,7 @@ class ApiKeyAuthentication(BaseAuthentication):
             raise AuthError("Invalid API key", code=ErrorCode.UNAUTHORIZED)
         # Known from here on: the rate limit counts this request against the key's project, even if it fails.
         request._request.herald_project_id = match.project.id
+        request._request.herald_key_kind = match.kind
         if match.kind is not self.required_kind:
             raise AuthError(
                 f"This endpoint requires {_KEY_NAMES[self.required_kind]}, not {_KEY_NAMES[match.kind]}",

@@ -313,7 +313,7 @@ def _answer(route: FastRoute, environ, body: bytes) -> tuple[list, bytes] | None
     if match is None or match.kind is not route.key_kind or match.project.disabled:
         return None
     if not counted:
-        environ[COUNTED_ENVIRON_KEY] = rate_limit_hit(project_scope(match.project.id))
+        environ[COUNTED_ENVIRON_KEY] = rate_limit_hit(project_scope(match.project.id, match.kind))
     limit = environ[COUNTED_ENVIRON_KEY]
     if limit is not None and limit.exceeded:
         return None

@@ -68,7 +68,11 @@ class ApiViewMixin:
             request._request.herald_rate_limit = None
             return
         project_id = getattr(request._request, "herald_project_id", None)
-        scope = project_scope(project_id) if project_id else f"ip:{client_address(request)}"
+        scope = (
+            project_scope(project_id, request._request.herald_key_kind)
+            if project_id
+            else f"ip:{client_address(request)}"
+        )
         # A request already counted in front of Django (config.api.fastroute) carries its count here.
         meta = request.META
         state = meta[COUNTED_ENVIRON_KEY] if COUNTED_ENVIRON_KEY in meta else rate_limit_hit(scope)

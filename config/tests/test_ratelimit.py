@@ -1,3 +1,4 @@
+import json
 import time
 import uuid
 from contextlib import contextmanager
@@ -5,6 +6,7 @@ from contextlib import contextmanager
 import pytest
 from redis.commands.core import CoreCommands
 
+from accounts.keys import KeyKind
 from accounts.models import Job
 from accounts.selectors import api_key_lookup
 from core import ratelimit
@@ -44,14 +46,27 @@ def test_a_limited_request_writes_nothing(limit_of_5, secret_client):
     assert Job.objects.count() == 0
 
 
-def test_projects_are_counted_apart_and_both_keys_share_one_budget(
-    limit_of_5, secret_client, public_client, other_client
-):
-    for _ in range(4):
+def test_projects_and_key_kinds_are_counted_apart(limit_of_5, secret_client, public_client, other_client):
+    """The public key is published in web pages: its calls cannot use up the secret key's budget (the previous
+    code counted both in one budget, and this test's secret calls got 429)."""
+    for _ in range(5):
+        assert public_client.post("/probe/public", {}, format="json").status_code == 200
+    assert public_client.post("/probe/public", {}, format="json").status_code == 429
+    for _ in range(5):
         assert secret_client.get("/probe/secret").status_code == 200
-    assert public_client.post("/probe/public", {}, format="json").status_code == 200
     assert secret_client.get("/probe/secret").status_code == 429
     assert other_client.get("/probe/secret").status_code == 200
+
+
+def test_the_fast_route_counts_the_public_key_apart(limit_of_5, project):
+    from config.tests.wsgi import wsgi_call
+
+    track = {"email": "a@example.com", "event": "signup"}
+    headers = {"Authorization": f"Bearer {project.keys.public_key}", "Content-Type": "application/json"}
+    codes = [wsgi_call("POST", "/v1/track", body=json.dumps(track).encode(), headers=headers).status for _ in range(6)]
+    assert codes == [200] * 5 + [429]
+    secret = {"Authorization": f"Bearer {project.keys.secret_key}"}
+    assert wsgi_call("GET", "/contacts", headers=secret).status == 200
 
 
 def test_unknown_keys_are_limited_per_client_address(limit_of_5, anon_client):
@@ -127,7 +142,7 @@ def test_the_count_in_redis_never_passes_the_limit(redis_cache, limit_of_5, proj
     window = Window.now()
     assert api_key_lookup(token=project.keys.secret_key, window=window) is not None
     assert window.count == 7 and window.state().exceeded
-    counter = redis_cache.make_and_validate_key(window.key(project_scope(project.id)))
+    counter = redis_cache.make_and_validate_key(window.key(project_scope(project.id, KeyKind.SECRET)))
     assert 0 < redis_client(redis_cache).ttl(counter) <= window.timeout
 
 
@@ -136,9 +151,9 @@ def test_no_command_sent_to_redis_needs_redis_7(redis_cache, limit_of_5, project
     api_key_lookup(token=project.keys.secret_key)  # now in the key cache
     window = Window.now()
     with commands_run(redis_cache) as commands:
-        rate_limit_hit(project_scope(project.id))
+        rate_limit_hit(project_scope(project.id, KeyKind.SECRET))
         api_key_lookup(token=project.keys.secret_key, window=window)
-    counter = redis_cache.make_and_validate_key(window.key(project_scope(project.id)))
+    counter = redis_cache.make_and_validate_key(window.key(project_scope(project.id, KeyKind.SECRET)))
     counting = [command for command in commands if counter in command]
     assert [command[0].upper() for command in counting] == ["INCRBY", "EXPIRE", "INCR", "EXPIRE"]
     assert [command for command in commands if needs_redis_7(command)] == []
