@@ -341,6 +341,8 @@ def test_a_stored_header_value_that_would_add_a_header_fails_that_email_only(que
     """Rows written before an input rule existed (or edited by hand) reach the MIME writer, which refuses them:
     that one email fails with the reason, the others of the batch go out, and no injected header reaches the
     server."""
+    if "\x00" in str(value) and connection.vendor == "postgresql":
+        pytest.skip("PostgreSQL cannot store a NUL in text: no such row can exist there")
     Email.objects.filter(id=queued[1]).update(**{field: value})
     report = emails_deliver(email_ids=queued)
     assert sorted(r.rcpt_tos[0] for r in smtp_sink.received) == ["a@example.test", "c@example.test"]
