@@ -1,0 +1,103 @@
+"""`POST /v1/track` and `POST /v1/send` through the WSGI application gunicorn serves, called in this process: the
+CPU of one successful request without a server, wrk or the network in the way (PostgreSQL and Redis still are).
+
+Both calls are answered by the fast route (config.api.fastroute); `--django` sends the same requests through
+Django's view instead (an `Idempotency-Key` header, new per request, hands them over), for comparison.
+
+    python bench/fastroute_inprocess.py [--calls 3000] [--rounds 3] [--database herald_bench_fast] [--django]
+"""
+
+import argparse
+import io
+import json
+import os
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.serve import bench_env, fresh_database, setup_project
+
+
+def environ(path: str, key: str, body: bytes, extra: dict) -> dict:
+    return {
+        "REQUEST_METHOD": "POST",
+        "PATH_INFO": path,
+        "QUERY_STRING": "",
+        "SERVER_NAME": "localhost",
+        "SERVER_PORT": "8000",
+        "HTTP_HOST": "localhost",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "127.0.0.1",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.errors": io.StringIO(),
+        "CONTENT_TYPE": "application/json",
+        "CONTENT_LENGTH": str(len(body)),
+        "HTTP_AUTHORIZATION": f"Bearer {key}",
+        **extra,
+    }
+
+
+def run(application, path: str, key: str, payload, calls: int, django: bool) -> tuple[float, float]:
+    """(CPU microseconds of the calling thread, wall microseconds) per successful call. The thread's CPU leaves out
+    the delivery hand-over thread and the database and Redis servers; it includes the client side of their
+    round trips."""
+    statuses = []
+
+    def start_response(status, headers, exc_info=None):
+        statuses.append(status)
+
+    cpu, wall = time.thread_time(), time.perf_counter()
+    for n in range(calls):
+        body = json.dumps(payload(n)).encode()
+        extra = {"HTTP_IDEMPOTENCY_KEY": str(uuid.uuid4())} if django else {}
+        b"".join(application(environ(path, key, body, extra), start_response))
+    cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
+    assert set(statuses) == {"200 OK"}, set(statuses)
+    return cpu / calls * 1e6, wall / calls * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=3000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--database", default="herald_bench_fast")
+    parser.add_argument("--redis-db", type=int, default=14)
+    parser.add_argument("--django", action="store_true", help="through the Django view instead")
+    args = parser.parse_args()
+
+    fresh_database(args.database)
+    env = bench_env(args.database, API_RATE_LIMIT_PER_MINUTE="100000000")
+    redis = env["CACHE_URL"].rsplit("/", 1)[0]
+    env.update(CACHE_URL=f"{redis}/{args.redis_db}", CELERY_BROKER_URL=f"{redis}/{args.redis_db + 1}")
+    keys = setup_project(env)
+    os.environ.update(env)
+    from config.wsgi import application
+
+    cases = {
+        "/v1/track": (keys["publicKey"], lambda n: {"email": f"t{n % 500}@bench.test", "event": "signup"}),
+        "/v1/send": (
+            keys["secretKey"],
+            lambda n: {"to": f"s{n % 500}@bench.test", "from": "hi@bench.test", "subject": "Hi", "body": "<p>Hi</p>"},
+        ),
+    }
+    results = {path: [] for path in cases}
+    for path, (key, payload) in cases.items():
+        run(application, path, key, payload, 200, args.django)  # warm-up: caches, prepared statements
+    for _ in range(args.rounds):
+        for path, (key, payload) in cases.items():
+            results[path].append(run(application, path, key, payload, args.calls, args.django))
+    for path, rounds in results.items():
+        cpu = statistics.median(r[0] for r in rounds)
+        wall = statistics.median(r[1] for r in rounds)
+        print(f"{path}: {cpu:.0f} us CPU, {wall:.0f} us wall per call (median of {args.rounds} x {args.calls})")
+    from django.core.cache import caches
+
+    caches["default"].clear()
+
+
+if __name__ == "__main__":
+    main()
