@@ -6,7 +6,7 @@ from django.conf import settings
 from django.http.request import split_domain_port
 
 from config.api.exceptions import route_not_found_response
-from config.api.ratelimit import client_address
+from core.ratelimit import client_address
 
 
 class OperatorHostMiddleware:
@@ -28,7 +28,7 @@ class OperatorHostMiddleware:
 def login_client_address(request) -> str | None:
     """The address admin login lockouts are counted against (django-axes): the API's client address, or None for
     a request without one (a test client's login, a management shell), which is then not counted per address."""
-    address = client_address(request)
+    address = client_address(request.META)
     try:
         ipaddress.ip_address(address)
     except ValueError:

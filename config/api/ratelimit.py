@@ -2,12 +2,5 @@
 limits of the tracking URLs and hosted pages): who the caller is, and how a request counted in front of Django
 carries its count on to the view."""
 
-from core import ratelimit
-
 # Where a request counted in front of Django (config.api.fastroute) carries its count on to the view.
 COUNTED_ENVIRON_KEY = "herald.rate_limit"
-
-
-def client_address(request) -> str:
-    """The caller's address, looking through as many X-Forwarded-For hops as there are trusted proxies."""
-    return ratelimit.client_address(request.META)

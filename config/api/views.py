@@ -13,10 +13,10 @@ from rest_framework.viewsets import GenericViewSet
 
 from accounts.selectors import idempotency_record_get
 from accounts.services import idempotency_claim, idempotency_finish
-from config.api.ratelimit import COUNTED_ENVIRON_KEY, client_address
+from config.api.ratelimit import COUNTED_ENVIRON_KEY
 from config.api.validation import validate
 from core.errors import BadRequest, ErrorCode, NotFound, RateLimited, ServiceError
-from core.ratelimit import project_scope, rate_limit_hit
+from core.ratelimit import client_address, project_scope, rate_limit_hit
 from core.time import iso
 
 IDEMPOTENCY_HEADER = "HTTP_IDEMPOTENCY_KEY"
@@ -71,7 +71,7 @@ class ApiViewMixin:
         scope = (
             project_scope(project_id, request._request.herald_key_kind)
             if project_id
-            else f"ip:{client_address(request)}"
+            else f"ip:{client_address(request.META)}"
         )
         # A request already counted in front of Django (config.api.fastroute) carries its count here.
         meta = request.META

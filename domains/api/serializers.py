@@ -3,13 +3,8 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from core.time import iso
+from config.api.fields import IsoDateTimeField
 from domains import records
-
-
-class IsoDateTimeField(serializers.DateTimeField):
-    def to_representation(self, value):
-        return iso(value)
 
 
 class DomainCreateInputSerializer(serializers.Serializer):

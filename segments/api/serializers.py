@@ -3,15 +3,9 @@
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
-from config.api.fields import StrictBooleanField, StrictCharField, StrictEmailField
+from config.api.fields import IsoDateTimeField, StrictBooleanField, StrictCharField, StrictEmailField
 from contacts.api.serializers import ContactOutputSerializer
-from core.time import iso
 from segments.models import Segment, SegmentType
-
-
-class IsoDateTimeField(serializers.DateTimeField):
-    def to_representation(self, value):
-        return iso(value)
 
 
 @extend_schema_field({"type": "string", "pattern": "^(DYNAMIC|STATIC)$", "description": "`DYNAMIC` or `STATIC`"})
