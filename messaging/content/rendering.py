@@ -4,27 +4,48 @@ emails) renders subjects and bodies here.
 The language is Liquid (python-liquid) in a sandbox: no loader, so no `include`/`render`, and limits on loops and
 output. Values rendered into an HTML body are HTML-escaped (`| raw` opts out); subjects and text parts are not.
 Two legacy forms keep working: `{{ name ?? "friend" }}` (= `name | default: "friend"`) and keys with spaces
-(`{{ first name }}`). Compiled templates are cached by source, so sending one template to 10,000 recipients
-parses it once.
+(`{{ first name }}`). Compiled templates are cached by a digest of their source, so sending one template to 10,000
+recipients parses it once.
+
+Rendering is bounded (a template cannot build strings past 1 MB, loop past 10,000 iterations or write past 4 MB):
+a template past a limit is refused when it is saved (a dry run with no data) and, since data can push one past a
+limit too, when a send renders it; a limit is never answered with the lenient fallback, which would send the
+template's source.
 """
 
+import hashlib
 import re
+from collections import OrderedDict
 from dataclasses import dataclass
-from functools import lru_cache
+from threading import Lock
 from typing import Any
 
 from liquid import Environment
-from liquid.exceptions import LiquidError
+from liquid.exceptions import (
+    ContextDepthError,
+    LiquidError,
+    LocalNamespaceLimitError,
+    LoopIterationLimitError,
+    OutputStreamLimitError,
+    ResourceLimitError,
+)
 from markupsafe import Markup
 
 from core.errors import ValidationFailed
 from messaging.content.lexing import LinearEnvironment
 
+MAX_STRING_BYTES = 1024 * 1024
+MAX_LOOP_ITERATIONS = 10_000
+# Above the 2 MB body cap, so that a body at the cap with some data still renders.
+MAX_OUTPUT_BYTES = 4 * 1024 * 1024
+
 
 class _Sandbox(LinearEnvironment):
     token_limit = 50_000
-    loop_iteration_limit = 10_000
-    output_stream_limit = 5 * 1024 * 1024
+    loop_iteration_limit = MAX_LOOP_ITERATIONS
+    # python-liquid scores the assigned and captured values with `sys.getsizeof`: a str is its length plus ~50.
+    local_namespace_limit = MAX_STRING_BYTES
+    output_stream_limit = MAX_OUTPUT_BYTES
     context_depth_limit = 30
 
 
@@ -82,27 +103,104 @@ def preprocess(source: str) -> str:
     return "".join(parts)
 
 
-@lru_cache(maxsize=1024)
-def _compile(source: str, html: bool):
-    return (_HTML if html else _TEXT).from_string(preprocess(source))
+class _CompiledCache:
+    """The compiled templates most recently used, at most `size` of them, keyed by a digest of the source: a key
+    never holds a copy of a source that may be 2 MB, and templates too large to be worth keeping are not kept."""
 
+    size = 512
+    largest_source = 256 * 1024
+
+    def __init__(self):
+        self._entries: OrderedDict[tuple[bytes, bool], Any] = OrderedDict()
+        self._lock = Lock()
+        self.misses = 0
+
+    def get(self, source: str, html: bool):
+        key = (hashlib.blake2b(source.encode("utf-8", "surrogatepass"), digest_size=20).digest(), html)
+        with self._lock:
+            template = self._entries.get(key)
+            if template is not None:
+                self._entries.move_to_end(key)
+                return template
+        template = (_HTML if html else _TEXT).from_string(preprocess(source))
+        with self._lock:
+            self.misses += 1
+            if len(source) <= self.largest_source:
+                self._entries[key] = template
+                if len(self._entries) > self.size:
+                    self._entries.popitem(last=False)
+        return template
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self.misses = 0
+
+
+_compiled = _CompiledCache()
 
 _POSITION = re.compile(r" (\d+):(\d+)$", re.M)
 
 
-def _error_message(exc: LiquidError) -> str:
-    text = str(exc)
-    position = _POSITION.search(text)
-    where = f" at line {position.group(1)}, column {position.group(2)}" if position else ""
-    return f"{text.splitlines()[0]}{where}"
+def _line_and_column(source: str, index: int) -> tuple[int, int]:
+    line_start = source.rfind("\n", 0, index) + 1
+    return source.count("\n", 0, index) + 1, index - line_start + 1
+
+
+def _error_position(exc: LiquidError, source: str) -> tuple[int, int]:
+    """Where in `source` the error is. python-liquid places most errors itself; one found at the end of the input
+    (a block never closed) or at the end of an output statement comes without a place, so it is looked for."""
+    position = _POSITION.search(str(exc))
+    if position:
+        return int(position.group(1)), int(position.group(2))
+    index = getattr(getattr(exc, "token", None), "start_index", -1)
+    if index < 0 and not exc.message.startswith("expected tag end"):
+        index = next((tag.start() for tag in _OUTPUT_TAG.finditer(source) if _fails_alone(tag.group())), -1)
+    return _line_and_column(source, index if index >= 0 else len(source))
+
+
+_OUTPUT_TAG = re.compile(r"\{\{[^{}]*+\}\}")
+
+
+def _fails_alone(tag: str) -> bool:
+    try:
+        _TEXT.from_string(preprocess(tag))
+    except LiquidError:
+        return True
+    return False
+
+
+def _limit_message(exc: ResourceLimitError) -> str:
+    if isinstance(exc, LoopIterationLimitError):
+        return f"loops past {MAX_LOOP_ITERATIONS:,} iterations"
+    if isinstance(exc, LocalNamespaceLimitError):
+        return f"builds strings past {MAX_STRING_BYTES // (1024 * 1024)} MB"
+    if isinstance(exc, OutputStreamLimitError):
+        return f"renders past {MAX_OUTPUT_BYTES // (1024 * 1024)} MB"
+    if isinstance(exc, ContextDepthError):
+        return "nests too deeply"
+    return "exceeds a rendering limit"
+
+
+def _past_limit(field: str, exc: ResourceLimitError) -> ValidationFailed:
+    return ValidationFailed.field(field, f"Template {_limit_message(exc)}", "too_big")
 
 
 def check_syntax(*, field: str, source: str, html: bool) -> None:
-    """Raise 422 with the line and column when `source` is not a valid template (used when saving one)."""
+    """Raise 422 at `field` when `source` is not a valid template, with the line and column, or when it passes a
+    rendering limit with no data (a loop over a literal range, a string doubled in a loop): used when saving one."""
     try:
-        _compile(source, html)
+        template = _compiled.get(source, html)
     except LiquidError as exc:
-        raise ValidationFailed.field(field, f"Template syntax error: {_error_message(exc)}", "custom") from None
+        line, column = _error_position(exc, source)
+        message = f"Template syntax error: {exc.message} at line {line}, column {column}"
+        raise ValidationFailed.field(field, message, "custom") from None
+    try:
+        template.render()
+    except ResourceLimitError as exc:
+        raise _past_limit(field, exc) from None
+    except LiquidError:
+        pass  # Errors that depend on data (a filter given nothing) are the send's concern, not the author's.
 
 
 # `{{`, characters other than braces, `|` and `?`, `}}`: possessive, and a run stops at the next brace, so each
@@ -122,16 +220,19 @@ def _plain_substitution(source: str, scope: dict, html: bool) -> str:
 
 
 def render(source: str, scope: dict[str, Any], *, html: bool, lenient: bool = False) -> str:
-    """Render `source` with `scope`. With `lenient`, content that does not parse falls back to plain
-    substitution instead of failing (inline `/v1/send` content must never fail a send)."""
+    """Render `source` with `scope`. With `lenient`, content that does not parse or render falls back to plain
+    substitution instead of failing (inline `/v1/send` content must never fail a send); a rendering limit always
+    raises `ResourceLimitError`."""
     try:
-        template = _compile(source, html)
+        template = _compiled.get(source, html)
     except LiquidError:
         if not lenient:
             raise
         return _plain_substitution(source, scope, html)
     try:
         return template.render(**scope)
+    except ResourceLimitError:
+        raise
     except LiquidError:
         if not lenient:
             raise
@@ -144,14 +245,22 @@ class RenderedContent:
     html: str
 
 
+def _render_field(field: str, source: str, scope: dict[str, Any], *, html: bool, lenient: bool) -> str:
+    try:
+        return render(source, scope, html=html, lenient=lenient)
+    except ResourceLimitError as exc:
+        raise _past_limit(field, exc) from None
+
+
 def render_email(*, subject: str, body: str, scope: dict[str, Any], lenient: bool) -> RenderedContent:
+    """Subject and body of one recipient; 422 at `subject` or `body` when either passes a rendering limit."""
     return RenderedContent(
         # A subject is one header line: data rendered into it may not break it (the MIME writer would refuse it).
-        subject=render(subject, scope, html=False, lenient=lenient)
+        subject=_render_field("subject", subject, scope, html=False, lenient=lenient)
         .replace("\r", " ")
         .replace("\n", " ")
         .replace("\0", ""),
-        html=render(body, scope, html=True, lenient=lenient),
+        html=_render_field("body", body, scope, html=True, lenient=lenient),
     )
 
 

@@ -226,7 +226,9 @@ def emails_queue(
         if single is not None:
             enqueue_delivery([single.email.id])
             return [single]
-    with transaction.atomic(savepoint=False):
+    # A savepoint only when a caller's transaction is open (none in a request: the send view is not atomic): a
+    # refused recipient (a rendering limit, the size cap) then rolls back this send alone, not the caller's work.
+    with transaction.atomic():
         bundle = _bundle(project, content.attachments)
         now = timezone.now()
         queued: list[Queued] = []

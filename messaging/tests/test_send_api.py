@@ -12,6 +12,10 @@ pytestmark = pytest.mark.django_db
 B64 = base64.b64encode
 
 
+# A string doubled twenty times: 16 MB, were the sandbox not to stop it at 1 MB.
+DOUBLING = '{% assign s = "0123456789abcdef" %}{% for i in (1..20) %}{% assign s = s | append: s %}{% endfor %}{{ s }}'
+
+
 def body(**overrides):
     return {"to": "ann@example.test", "from": "hello@alice.test", "subject": "Hi", "body": "<p>Hello</p>", **overrides}
 
@@ -221,6 +225,10 @@ ATTACHMENT = {"filename": "a.txt", "content": B64(b"x").decode(), "contentType":
         ({"from": None}, 422, "from"),
         ({"data": []}, 422, "data"),
         ({"subscribed": "yes"}, 422, "subscribed"),
+        # Inline content past a rendering limit is refused, not sent as its source (decisions.md).
+        ({"body": "{% for i in (1..20000) %}x{% endfor %}"}, 422, "body"),
+        ({"subject": "{% for i in (1..20000) %}x{% endfor %}"}, 422, "subject"),
+        ({"body": DOUBLING}, 422, "body"),
     ],
 )
 def test_bad_requests_store_and_send_nothing(send, smtp_sink, overrides, status, field):
@@ -234,6 +242,32 @@ def test_bad_requests_store_and_send_nothing(send, smtp_sink, overrides, status,
         assert error["code"] == "DOMAIN_NOT_VERIFIED"
     assert not Email.objects.exists()
     assert not Contact.objects.exists()
+    assert smtp_sink.received == []
+
+
+def test_inline_content_past_a_rendering_limit_is_refused_with_its_idempotency_key_free(send, smtp_sink):
+    looping = body(body="{% for i in (1..20000) %}x{% endfor %}")
+    response = send(looping, HTTP_IDEMPOTENCY_KEY="order-7")
+    assert response.status_code == 422
+    assert response.json()["error"]["errors"][0] == {
+        "field": "body",
+        "code": "too_big",
+        "message": "Template loops past 10,000 iterations",
+    }
+    assert send(body(), HTTP_IDEMPOTENCY_KEY="order-7").status_code == 200
+    assert len(smtp_sink.received) == 1
+
+
+def test_data_that_pushes_a_saved_template_past_a_limit_fails_the_send_not_the_worker(send, smtp_sink, secret_client):
+    template = secret_client.post(
+        "/templates",
+        {"name": "List", "subject": "S", "body": "{% for i in items %}{{ i }}{% endfor %}", "from": "hello@alice.test"},
+        format="json",
+    ).json()
+    response = send({"to": "ann@example.test", "template": template["id"], "data": {"items": list(range(10_001))}})
+    assert response.status_code == 422
+    assert response.json()["error"]["errors"][0]["field"] == "body"
+    assert not Email.objects.exists()
     assert smtp_sink.received == []
 
 

@@ -96,6 +96,13 @@ def test_a_subdomain_of_a_verified_domain_may_send(secret_client):
         ({"fromName": "Alice\x00"}, "fromName"),
         ({"from": "not-an-email"}, "from"),
         ({"name": 5}, "name"),
+        ({"body": "{% for i in (1..10001) %}x{% endfor %}"}, "body"),
+        (
+            {
+                "subject": '{% assign s = "0123456789abcdef" %}{% for i in (1..20) %}{% assign s = s | append: s %}{% endfor %}'
+            },
+            "subject",
+        ),
     ],
 )
 def test_invalid_templates_are_422_and_not_saved(secret_client, overrides, field):
@@ -194,6 +201,19 @@ def test_an_update_cannot_give_the_sender_a_name_that_adds_a_header(secret_clien
     assert response.status_code == 422
     assert response.json()["error"]["errors"][0]["field"] == "fromName"
     assert Template.objects.get(id=template["id"]).from_name == "Alice"
+
+
+def test_an_update_past_a_rendering_limit_changes_nothing(secret_client):
+    template = create(secret_client)
+    looping = {"body": "{% for i in (1..10001) %}x{% endfor %}"}
+    response = secret_client.patch(f"/templates/{template['id']}", looping, format="json")
+    assert response.status_code == 422
+    assert response.json()["error"]["errors"][0] == {
+        "field": "body",
+        "message": "Template loops past 10,000 iterations",
+        "code": "too_big",
+    }
+    assert secret_client.get(f"/templates/{template['id']}").json()["body"] == VALID["body"]
 
 
 def test_a_body_of_2_mb_is_accepted_and_one_byte_more_is_not(secret_client):
