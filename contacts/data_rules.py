@@ -13,7 +13,14 @@ from core.errors import ValidationFailed
 
 RESERVED_KEYS = frozenset({"id", "svc_id", "svc_email", "email", "unsubscribeUrl", "subscribeUrl", "manageUrl"})
 MAX_DATA_BYTES = 64 * 1024
+# What a contact may hold in all, however many requests built it up: each template render and segment scan reads it.
+MAX_CONTACT_DATA_BYTES = 256 * 1024
 MAX_KEY_LENGTH = 255
+
+
+def data_size(data: dict) -> int:
+    """Bytes of `data` serialised compactly as UTF-8 JSON: the measure of both caps."""
+    return len(json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode())
 
 
 @dataclass
@@ -28,9 +35,19 @@ class DataChanges:
     def apply(self, existing: dict | None) -> dict:
         """The contact's data after this request (a new dict; `existing` is not modified): the removed keys dropped,
         then the stored ones set, at the top level only (a stored object replaces the old value whole). The one
-        statement of the merge: every path, on every database, merges here (`contacts.upsert`)."""
+        statement of the merge: every path, on every database, merges here (`contacts.upsert`).
+
+        422 at `data` when the result would pass `MAX_CONTACT_DATA_BYTES` (only a merge into data already held can:
+        one request's data is at most `MAX_DATA_BYTES`)."""
         merged = {key: value for key, value in (existing or {}).items() if key not in self.remove}
         merged.update(self.store)
+        if self.store and existing and (size := data_size(merged)) > MAX_CONTACT_DATA_BYTES:
+            raise ValidationFailed.field(
+                "data",
+                f"A contact's data must be at most {MAX_CONTACT_DATA_BYTES // 1024} KB in all; "
+                f"with this change it would be {size} bytes",
+                "too_big",
+            )
         return merged
 
     @property
@@ -50,7 +67,7 @@ def validate_data(data: Any, *, field_name: str = "data") -> dict:
 
         raise ValidationFailed.field(field_name, "Expected object", "invalid_type", received=json_type(data))
     try:
-        size = len(json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode())
+        size = data_size(data)
     except (TypeError, ValueError):
         raise ValidationFailed.field(field_name, "Data must be JSON", "invalid_type") from None
     if size > MAX_DATA_BYTES:

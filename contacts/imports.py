@@ -13,7 +13,6 @@ the start, skipping what the checkpoint covers. Parsing is deterministic, so the
 
 import csv
 import io
-import json
 import re
 from dataclasses import asdict, dataclass, field, replace
 
@@ -25,7 +24,7 @@ from django.utils import timezone
 
 from accounts.jobs import job_create, job_run
 from accounts.models import Job, Project
-from contacts.data_rules import MAX_DATA_BYTES, data_rules
+from contacts.data_rules import MAX_DATA_BYTES, data_rules, data_size
 from contacts.models import Contact, ImportUpload
 from contacts.services import contacts_subscription_bulk_set, normalize_email
 from core.errors import ErrorCode, ServiceError, ValidationFailed
@@ -175,7 +174,10 @@ def _apply_batch(project: Project, rows: list[_Row], totals: _Totals, checkpoint
     for attempt in range(2):
         try:
             with transaction.atomic():
-                after = totals.plus(*_upsert_rows(project, rows))
+                created, updated, unchanged, failures = _upsert_rows(project, rows)
+                after = totals.plus(created, updated, unchanged)
+                for failure in failures:
+                    after.fail(failure)
                 checkpoint(after)
             return after
         except IntegrityError:
@@ -185,13 +187,13 @@ def _apply_batch(project: Project, rows: list[_Row], totals: _Totals, checkpoint
     raise AssertionError("unreachable")
 
 
-def _upsert_rows(project: Project, rows: list[_Row]) -> tuple[int, int, int]:
+def _upsert_rows(project: Project, rows: list[_Row]) -> tuple[int, int, int, list[_Failure]]:
     now = timezone.now()
     existing = {
         c.email: c
         for c in Contact.objects.select_for_update().filter(project=project, email__in=[r.email for r in rows])
     }
-    new, data_changed, subscribe, unsubscribe = [], [], [], []
+    new, data_changed, subscribe, unsubscribe, failures = [], [], [], [], []
     for row in rows:
         changes = data_rules(row.data)
         contact = existing.get(row.email)
@@ -208,7 +210,11 @@ def _upsert_rows(project: Project, rows: list[_Row]) -> tuple[int, int, int]:
                 )
             )
             continue
-        new_data = changes.apply(contact.data)
+        try:
+            new_data = changes.apply(contact.data)
+        except ValidationFailed as refused:
+            failures.append(_Failure(row.number, row.email, refused.errors[0]["message"]))
+            continue
         if new_data != contact.data:
             contact.data, contact.updated_at = new_data, now
             data_changed.append(contact)
@@ -219,7 +225,7 @@ def _upsert_rows(project: Project, rows: list[_Row]) -> tuple[int, int, int]:
     contacts_subscription_bulk_set(project=project, contacts=subscribe, subscribed=True, source="import")
     contacts_subscription_bulk_set(project=project, contacts=unsubscribe, subscribed=False, source="import")
     updated = len({c.id for c in [*data_changed, *subscribe, *unsubscribe]})
-    return len(new), updated, len(existing) - updated
+    return len(new), updated, len(existing) - updated - len(failures), failures
 
 
 def _parse_subscribed(value: str) -> tuple[bool | None, bool]:
@@ -281,7 +287,7 @@ def _parsed(content: bytes, layout: CsvLayout):
         for index, key in layout.data_columns:
             if index < len(cells) and (value := cells[index].strip()):
                 data[key] = typed_cell(value)
-        if len(json.dumps(data, ensure_ascii=False)) > MAX_DATA_BYTES:
+        if data_size(data) > MAX_DATA_BYTES:
             yield _Failure(number, email, f"Row data is larger than {MAX_DATA_BYTES // 1024} KB")
             continue
         yield _Row(number, email, subscribed, data)

@@ -170,6 +170,8 @@ class _Settings:
 
     proxy_ssl_header: str | None
     refuses_user_agents: bool
+    # Public-key calls counted per client address too: the view does that second count.
+    limits_public_per_address: bool
 
 
 _settings: _Settings | None = None
@@ -179,7 +181,11 @@ def _read_settings() -> _Settings:
     global _settings
     if _settings is None:
         proxy = settings.SECURE_PROXY_SSL_HEADER
-        _settings = _Settings(proxy[0] if proxy else None, bool(settings.DISALLOWED_USER_AGENTS))
+        _settings = _Settings(
+            proxy[0] if proxy else None,
+            bool(settings.DISALLOWED_USER_AGENTS),
+            settings.PUBLIC_KEY_RATE_LIMIT_PER_ADDRESS_PER_MINUTE > 0,
+        )
     return _settings
 
 
@@ -335,6 +341,7 @@ def _plain(route: FastRoute, environ) -> bool:
         and "HTTP_COOKIE" not in environ
         and ("HTTP_ACCEPT" not in environ or route.accepts(environ["HTTP_ACCEPT"]))
         and not _read_settings().refuses_user_agents
+        and not (route.key_kind is KeyKind.PUBLIC and _read_settings().limits_public_per_address)
     )
 
 

@@ -4,6 +4,7 @@ project scoping happen here, once, so concrete views only parse, call a service 
 import uuid
 from collections.abc import Callable
 
+from django.conf import settings
 from django.db import transaction
 from rest_framework.permissions import SAFE_METHODS, AllowAny
 from rest_framework.response import Response
@@ -11,12 +12,13 @@ from rest_framework.serializers import Serializer
 from rest_framework.views import APIView
 from rest_framework.viewsets import GenericViewSet
 
+from accounts.keys import KeyKind
 from accounts.selectors import idempotency_record_get
 from accounts.services import idempotency_claim, idempotency_finish
 from config.api.ratelimit import COUNTED_ENVIRON_KEY
 from config.api.validation import validate
 from core.errors import BadRequest, ErrorCode, NotFound, RateLimited, ServiceError
-from core.ratelimit import client_address, project_scope, rate_limit_hit
+from core.ratelimit import RateLimitState, client_address, project_scope, rate_limit_hit
 from core.time import iso
 
 IDEMPOTENCY_HEADER = "HTTP_IDEMPOTENCY_KEY"
@@ -24,6 +26,14 @@ IDEMPOTENCY_HEADER = "HTTP_IDEMPOTENCY_KEY"
 
 def _valid_idempotency_key(value: str) -> bool:
     return 1 <= len(value) <= 255 and all(" " <= char <= "~" for char in value)
+
+
+def _rate_limited(state: RateLimitState, whose: str) -> RateLimited:
+    return RateLimited(
+        f"Rate limit of {state.limit} requests per minute{whose} exceeded. Retry in {state.reset} seconds",
+        details={"retryAfter": state.reset},
+        headers={"Retry-After": str(state.reset)},
+    )
 
 
 class ApiViewMixin:
@@ -78,11 +88,15 @@ class ApiViewMixin:
         state = meta[COUNTED_ENVIRON_KEY] if COUNTED_ENVIRON_KEY in meta else rate_limit_hit(scope)
         request._request.herald_rate_limit = state
         if state is not None and state.exceeded:
-            raise RateLimited(
-                f"Rate limit of {state.limit} requests per minute exceeded. Retry in {state.reset} seconds",
-                details={"retryAfter": state.reset},
-                headers={"Retry-After": str(state.reset)},
-            )
+            raise _rate_limited(state, "")
+        per_address = settings.PUBLIC_KEY_RATE_LIMIT_PER_ADDRESS_PER_MINUTE
+        if per_address and project_id and request._request.herald_key_kind == KeyKind.PUBLIC:
+            # The public key is in every visitor's browser: one visitor may not spend the whole page's budget.
+            address = client_address(meta)
+            own = rate_limit_hit(f"{project_scope(project_id, KeyKind.PUBLIC)}:{address}", limit=per_address)
+            if own is not None and own.exceeded:
+                request._request.herald_rate_limit = own
+                raise _rate_limited(own, " from one client address")
 
     def _claim_idempotency_key(self, request) -> None:
         key = request.META.get(IDEMPOTENCY_HEADER)

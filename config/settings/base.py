@@ -183,6 +183,9 @@ API_KEY_CACHE_SECONDS = env.int(
 
 # API behaviour ------------------------------------------------------------------------------------------------
 API_RATE_LIMIT_PER_MINUTE = env.int("API_RATE_LIMIT_PER_MINUTE", default=1000)
+# Public-key calls (`/v1/track` from web pages) per client address per minute, within the project's public budget;
+# 0 (the default) counts only the project. Behind a proxy, set TRUSTED_PROXY_COUNT so the address is the visitor's.
+PUBLIC_KEY_RATE_LIMIT_PER_ADDRESS_PER_MINUTE = env.int("PUBLIC_KEY_RATE_LIMIT_PER_ADDRESS_PER_MINUTE", default=0)
 IDEMPOTENCY_KEY_TTL_HOURS = env.int("IDEMPOTENCY_KEY_TTL_HOURS", default=24)
 # A key whose request has not answered (still running, or its process killed) is free again after this many seconds
 # from its claim; until then a reuse is 409. Longer than any request may run (gunicorn's timeout, 30 s).

@@ -69,6 +69,34 @@ def test_the_fast_route_counts_the_public_key_apart(limit_of_5, project):
     assert wsgi_call("GET", "/contacts", headers=secret).status == 200
 
 
+@pytest.mark.parametrize("served", [False, True])
+def test_public_key_calls_can_be_limited_per_client_address(served, settings, project, public_client, secret_client):
+    """Off by default; when set, one visitor cannot spend the page's budget: others on the same key go on, and
+    the secret key is not counted per address at all."""
+    from config.tests.wsgi import wsgi_call
+
+    settings.API_RATE_LIMIT_PER_MINUTE = 100
+    settings.PUBLIC_KEY_RATE_LIMIT_PER_ADDRESS_PER_MINUTE = 3
+    track = {"email": "a@example.com", "event": "signup"}
+
+    def call(address):
+        if not served:
+            return public_client.post("/v1/track", track, format="json", REMOTE_ADDR=address)
+        headers = {"Authorization": f"Bearer {project.keys.public_key}", "Content-Type": "application/json"}
+        return wsgi_call("POST", "/v1/track", body=json.dumps(track).encode(), headers=headers, remote_addr=address)
+
+    def header(response, name):
+        return response[name] if not served else response.headers[name]
+
+    codes = [call("10.0.0.1").status_code for _ in range(4)]
+    assert codes == [200, 200, 200, 429]
+    refused = call("10.0.0.1")
+    assert refused.json()["error"]["message"].startswith("Rate limit of 3 requests per minute from one client")
+    assert header(refused, "RateLimit-Limit") == "3" and header(refused, "RateLimit-Remaining") == "0"
+    assert call("10.0.0.2").status_code == 200
+    assert all(secret_client.get("/probe/secret").status_code == 200 for _ in range(5))
+
+
 def test_unknown_keys_are_limited_per_client_address(limit_of_5, anon_client):
     codes = [anon_client.get("/probe/secret", HTTP_AUTHORIZATION=f"Bearer sk_{i:064x}").status_code for i in range(6)]
     assert codes == [401] * 5 + [429]
