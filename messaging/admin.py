@@ -1,6 +1,10 @@
+from django import forms
 from django.contrib import admin
 from django.utils.html import format_html
 
+from core.errors import ServiceError, ValidationFailed
+from messaging.content.serializers import TemplateInputSerializer
+from messaging.content.services import template_check
 from messaging.feedback.reputation import project_reputation, project_reputation_reset
 from messaging.feedback.suppression import suppression_add, suppression_remove
 from messaging.models import (
@@ -15,8 +19,44 @@ from messaging.models import (
 from messaging.sending.services import emails_retry
 
 
+class TemplateAdminForm(forms.ModelForm):
+    """An operator's template meets the API's rules: the input serializer's checks of each field, then the
+    service's (sender on a verified domain, content that parses and renders within the limits)."""
+
+    class Meta:
+        model = Template
+        fields = ["project", "name", "description", "subject", "body", "from_email", "from_name", "reply_to", "type"]
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.errors or cleaned.get("project") is None:
+            return cleaned
+        serializer = TemplateInputSerializer(data={name: cleaned.get(field) for name, field in self._api_fields()})
+        if not serializer.is_valid():
+            by_name = dict(self._api_fields())
+            for name, errors in serializer.errors.items():
+                self.add_error(by_name.get(name), errors)
+            return cleaned
+        try:
+            template_check(project=cleaned["project"], values=serializer.validated_data)
+        except ValidationFailed as refused:
+            by_name = dict(self._api_fields())
+            for error in refused.errors:
+                self.add_error(by_name.get(error["field"]), error["message"])
+        except ServiceError as refused:
+            self.add_error("from_email", refused.message)
+        return cleaned
+
+    @staticmethod
+    def _api_fields():
+        """(API name, model field) of every field the API takes."""
+        fields = TemplateInputSerializer().fields
+        return [(name, field.source) for name, field in fields.items()]
+
+
 @admin.register(Template)
 class TemplateAdmin(admin.ModelAdmin):
+    form = TemplateAdminForm
     list_display = ["name", "project", "type", "subject", "from_email", "updated_at"]
     list_filter = ["type"]
     search_fields = ["name", "subject", "from_email", "project__name"]

@@ -7,7 +7,7 @@ from django.contrib.messages import get_messages
 from django.utils import timezone
 
 from contacts.models import Contact, Event
-from messaging.models import Email, EmailType
+from messaging.models import Email, EmailType, Template
 from messaging.sending.delivery import emails_sweep
 from messaging.sending.parse import Address
 from messaging.sending.services import SendContent, email_send_test
@@ -95,3 +95,41 @@ def test_admin_retry_hands_each_failed_email_to_delivery_once(
     assert sorted(email_id for batch in batches for email_id in batch) == ids
     assert set(Email.objects.values_list("status", flat=True)) == {"SENT"}
     assert sorted(message.rcpt_tos[0] for message in smtp_sink.received) == to
+
+
+def _template_form(project, **overrides):
+    form = {
+        "project": str(project.id),
+        "name": "Welcome",
+        "description": "",
+        "subject": "Hi {{ name }}",
+        "body": "<p>Hello</p>",
+        "from_email": "hello@alice.test",
+        "from_name": "Alice",
+        "reply_to": "",
+        "type": "MARKETING",
+    }
+    return {**form, **overrides}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"body": "{% for i in (1..10001) %}x{% endfor %}"}, "Template loops past 10,000 iterations"),
+        ({"subject": "Hi {% if name %}unclosed"}, "at line 1, column 25"),
+        ({"from_name": "Alice\r\nBcc: evil@x.test"}, "Must not contain line breaks"),
+        ({"from_email": "hello@nowhere.test"}, "nowhere.test"),
+        ({"reply_to": "not-an-email"}, "valid email"),
+    ],
+)
+def test_the_admin_template_form_keeps_the_api_rules(admin_client, project, overrides, message):
+    response = admin_client.post("/admin/messaging/template/add/", _template_form(project, **overrides))
+    assert response.status_code == 200  # the form again, with its error
+    assert message in response.content.decode()
+    assert not Template.objects.exists()
+
+
+def test_the_admin_saves_a_valid_template(admin_client, project):
+    response = admin_client.post("/admin/messaging/template/add/", _template_form(project))
+    assert response.status_code == 302
+    assert Template.objects.get().from_email == "hello@alice.test"
