@@ -81,11 +81,14 @@ _DELIVERY_FIELDS = (
 # The claim as one statement that also returns the rows: the subquery locks the due QUEUED rows, skipping those
 # another worker holds, and re-checks the status of a row committed meanwhile, so each row is claimed once. The ids
 # travel as one array literal (psycopg adapts a list of UUIDs element by element in Python).
+# The status tests are written `(status || '') = ...` so that no index serves them and the rows are found by their
+# ids: right after a bulk insert (a campaign's batch) the statistics still say no row is QUEUED, and the planner
+# walked the status index through every queued row once per claimed row (1.3 s for a claim of 50 among 2,000).
 _PG_CLAIM = f"""
 UPDATE messaging_email SET status = %s, claimed_at = %s, attempts = attempts + 1, updated_at = %s
-WHERE status = %s AND id IN (
+WHERE (status || '') = %s AND id IN (
     SELECT id FROM messaging_email
-    WHERE id = ANY(%s::uuid[]) AND status = %s AND (next_attempt_at IS NULL OR next_attempt_at <= %s)
+    WHERE id = ANY(%s::uuid[]) AND (status || '') = %s AND (next_attempt_at IS NULL OR next_attempt_at <= %s)
     FOR UPDATE SKIP LOCKED
 )
 RETURNING {", ".join(Email._meta.get_field(name).column for name in _DELIVERY_FIELDS)}
