@@ -71,6 +71,16 @@ def test_a_name_is_resolved_once_and_kept_in_the_host_header(allow_loopback, rec
     assert ("127.0.0.1", receiver.port) in connections
 
 
+def test_an_internationalised_name_is_resolved_and_sent_in_its_idna_form(allow_loopback, receiver, dns_server):
+    dns_server.zone[("xn--bcher-kva.example.test", "A")] = ["127.0.0.1"]
+
+    result = send(receiver.url("/hook", host="Bücher.example.test"))
+
+    assert result.status_code == 200
+    assert dns_server.queries[0] == ("xn--bcher-kva.example.test", "A")
+    assert receiver.requests[0].headers["host"] == f"xn--bcher-kva.example.test:{receiver.port}"
+
+
 @pytest.fixture
 def tls(tmp_path):
     return certificates(tmp_path, "hooks.example.test")

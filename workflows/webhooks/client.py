@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import httpx
 from django.conf import settings
 
-from workflows.webhooks.guard import WebhookRefused, checked_address
+from workflows.webhooks.guard import WebhookRefused, ascii_host, checked_address
 from workflows.webhooks.signing import signature_headers
 
 MAX_REDIRECTS = 5
@@ -52,7 +52,7 @@ class PinnedTransport(httpx.BaseTransport):
             request.url.copy_with(host=str(address)),
             headers=request.headers,
             stream=request.stream,
-            extensions={**request.extensions, "sni_hostname": request.url.host},
+            extensions={**request.extensions, "sni_hostname": ascii_host(request.url)},
         )
         return self._transport.handle_request(pinned)
 

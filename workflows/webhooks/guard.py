@@ -3,8 +3,9 @@
 `checked_address(url)` is asked before every connection, redirects included:
 
 1. only http and https, and no user info (`http://user:pass@host/`);
-2. `localhost` and its subdomains are loopback names; a literal address is taken as it is, in every spelling a resolver would accept (`2130706433`, `0x7f.1`,
-   `[::ffff:127.0.0.1]`); a name is resolved once, through the service's resolver (`domains.dns`);
+2. `localhost` and its subdomains are loopback names; a literal address is taken as it is, in every spelling a
+   resolver would accept (`2130706433`, `0x7f.1`, `[::ffff:127.0.0.1]`); a name (in its ASCII form) is resolved
+   once, through the service's resolver (`domains.dns`);
 3. every address found is checked, and one refused address refuses the call: loopback, private, link-local
    (with the cloud metadata addresses), shared (CGNAT), unique-local, multicast, unspecified, reserved and anything
    else that is not globally routable; an IPv6 address that carries an IPv4 address (IPv4-mapped, NAT64, 6to4,
@@ -67,20 +68,25 @@ def checked_address(url: httpx.URL) -> IPAddress:
         raise WebhookRefused(f"the scheme {url.scheme!r} is not http or https")
     if url.userinfo:
         raise WebhookRefused("a URL with user info")
-    if not url.host:
+    host = ascii_host(url)
+    if not host:
         raise WebhookRefused("a URL without a host")
-    name = url.host.rstrip(".")
-    if name == "localhost" or name.endswith(".localhost"):
+    if host.rstrip(".") == "localhost" or host.rstrip(".").endswith(".localhost"):
         # Resolvers answer these themselves, with loopback (RFC 6761), whatever DNS says.
-        raise WebhookRefused(f"{url.host} is a loopback name")
-    literal = _literal_address(url.host)
-    addresses = [literal] if literal is not None else _resolved(url.host)
+        raise WebhookRefused(f"{host} is a loopback name")
+    literal = _literal_address(host)
+    addresses = [literal] if literal is not None else _resolved(host)
     for address in addresses:
         reason = address_refusal(address)
         if reason is not None:
-            named = "" if literal is not None else f" ({url.host} resolves to it)"
+            named = "" if literal is not None else f" ({host} resolves to it)"
             raise WebhookRefused(f"{address} is {reason}{named}")
     return addresses[0]
+
+
+def ascii_host(url: httpx.URL) -> str:
+    """The host as DNS and TLS know it: an internationalised name in its IDNA form (`xn--…`)."""
+    return url.raw_host.decode("ascii")
 
 
 def address_refusal(address: IPAddress) -> str | None:
