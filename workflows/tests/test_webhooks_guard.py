@@ -1,10 +1,13 @@
 """The SSRF guard: every hostile target is refused before anything connects to it, whatever its spelling, its DNS
 name or the redirect that points at it; refusals are final (never retried)."""
 
+import ipaddress
+
 import pytest
 
 from workflows.tests.conftest import send
 from workflows.tests.receivers import redirect
+from workflows.webhooks.guard import address_refusal
 
 # `{port}` is a live receiver on 127.0.0.1: without the guard these calls would reach it.
 LOOPBACK = [
@@ -94,7 +97,24 @@ def test_a_non_public_target_is_refused_before_connecting(url, connections):
     assert connections == []
 
 
-def test_the_refusal_says_why(receiver):
+@pytest.mark.parametrize(
+    "address",
+    [
+        "93.184.215.14",
+        "2606:4700:4700::1111",
+        "::ffff:93.184.215.14",
+        "64:ff9b::5db8:d70e",
+        "2002:5db8:d70e::1",
+        "2001:0:4136:e378:8000:63bf:a247:28f1",
+    ],
+    ids=["IPv4", "IPv6", "IPv4-mapped", "NAT64", "6to4", "Teredo"],
+)
+def test_public_addresses_pass_in_every_form(address):
+    # An IPv6-only deployment reaches IPv4 receivers through NAT64: the forms of a public address are not refused.
+    assert address_refusal(ipaddress.ip_address(address)) is None
+
+
+def test_the_refusal_says_why():
     assert send("http://[::ffff:169.254.169.254]/").error == (
         "refused: ::ffff:a9fe:a9fe is the IPv4-mapped form of 169.254.169.254, a cloud metadata address"
     )
