@@ -431,5 +431,5 @@ REPUTATION_AUTO_DISABLE = env.bool("REPUTATION_AUTO_DISABLE", default=True)
 # The SSRF guard refuses loopback, private, link-local, metadata and every other non-public address; these networks
 # (comma-separated CIDRs) are exempt, for receivers on the deployment's own network and for tests. Empty: none.
 WEBHOOK_ALLOWED_NETWORKS = env.list("WEBHOOK_ALLOWED_NETWORKS", default=[])
-# One call, redirects and reading the answer included, ends after this many seconds (a timeout, tried again).
+# Seconds one call has, redirects and reading the answer included; running out is a timeout, tried again.
 WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)

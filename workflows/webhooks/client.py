@@ -80,8 +80,8 @@ def webhook_send(
     1. A step's headers cannot replace the signature or the framing headers (`_OWN_HEADERS`).
     2. Each hop (the first request and up to MAX_REDIRECTS redirects) is checked by the guard before it connects;
        a refusal or one redirect too many ends the call, not retryable.
-    3. The whole call, redirects included, gets WEBHOOK_TIMEOUT_SECONDS: each hop waits at most what is left, and
-       reading the answer stops when the time is up or RESPONSE_LIMIT_BYTES are in.
+    3. The whole call, redirects included, gets WEBHOOK_TIMEOUT_SECONDS: each hop waits at most what is left when
+       it begins, and reading the answer stops when the time is up or RESPONSE_LIMIT_BYTES are in.
     """
     own = {name: value for name, value in headers.items() if name.lower() not in _OWN_HEADERS}
     signature = signature_headers(secret=secret, webhook_id=webhook_id, timestamp=int(time.time()), body=body)
