@@ -426,3 +426,10 @@ FEEDBACK_SIGNATURE_TOLERANCE = env.int("FEEDBACK_SIGNATURE_TOLERANCE", default=3
 FEEDBACK_RECEIPT_RETENTION_DAYS = env.int("FEEDBACK_RECEIPT_RETENTION_DAYS", default=7)
 # A project past the critical bounce or complaint thresholds is disabled unless this is off (then only logged).
 REPUTATION_AUTO_DISABLE = env.bool("REPUTATION_AUTO_DISABLE", default=True)
+
+# Workflows: the WEBHOOK step's calls (docs/workflows.md "Webhooks", docs/security.md "Outbound webhooks").
+# The SSRF guard refuses loopback, private, link-local, metadata and every other non-public address; these networks
+# (comma-separated CIDRs) are exempt, for receivers on the deployment's own network and for tests. Empty: none.
+WEBHOOK_ALLOWED_NETWORKS = env.list("WEBHOOK_ALLOWED_NETWORKS", default=[])
+# Seconds one call has, redirects and reading the answer included; running out is a timeout, tried again.
+WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)

@@ -1,0 +1,141 @@
+"""One webhook call: signed, guarded at every hop, bounded in time and in what it keeps of the answer."""
+
+import functools
+import os
+import ssl
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import httpx
+from django.conf import settings
+
+from workflows.webhooks.guard import WebhookRefused, ascii_host, checked_address
+from workflows.webhooks.signing import signature_headers
+
+MAX_REDIRECTS = 5
+RESPONSE_LIMIT_BYTES = 10 * 1024
+USER_AGENT = "Herald-Webhooks/1"
+# Set by the sender itself: a step's headers must not contradict the body, the pinned connection or the signature.
+_OWN_HEADERS = frozenset(
+    {"host", "content-length", "transfer-encoding", "connection", "accept-encoding"}
+    | {"webhook-id", "webhook-timestamp", "webhook-signature"}
+)
+
+
+@dataclass(frozen=True)
+class WebhookResult:
+    status_code: int | None
+    # The first RESPONSE_LIMIT_BYTES of the final answer's body, decoded as UTF-8 (a cut character is replaced).
+    body: str
+    error: str | None
+    # Worth another attempt: network errors, timeouts and 5xx. Refusals and other answers are final.
+    retryable: bool
+
+    @property
+    def success(self) -> bool:
+        return self.status_code is not None and 200 <= self.status_code < 300
+
+
+class PinnedTransport(httpx.BaseTransport):
+    """Sends each request to the address the guard checked for its host, keeping the name in the `Host` header and
+    in TLS (SNI and the certificate check), so nothing resolves the name again."""
+
+    def __init__(self):
+        # No keep-alive: a connection verified for one name is never reused for another on the same address.
+        self._transport = httpx.HTTPTransport(verify=_tls_context(), limits=httpx.Limits(max_keepalive_connections=0))
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        address = checked_address(request.url)
+        pinned = httpx.Request(
+            request.method,
+            request.url.copy_with(host=str(address)),
+            headers=request.headers,
+            stream=request.stream,
+            extensions={**request.extensions, "sni_hostname": ascii_host(request.url)},
+        )
+        return self._transport.handle_request(pinned)
+
+    def close(self) -> None:
+        self._transport.close()
+
+
+def _tls_context() -> ssl.SSLContext:
+    # Loading the CA bundle takes a tenth of a second of CPU: once per process, and again only when the bundle that
+    # httpx honours (SSL_CERT_FILE, SSL_CERT_DIR) changes.
+    return _tls_context_for(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+@functools.cache
+def _tls_context_for(_ca_file: str | None, _ca_dir: str | None) -> ssl.SSLContext:
+    return httpx.create_ssl_context()
+
+
+def webhook_send(
+    *, url: str, method: str, headers: Mapping[str, str], body: bytes, secret: str, webhook_id: str
+) -> WebhookResult:
+    """Call `url` once, signed with `secret` (Standard Webhooks); never raises for what the network or the
+    receiver does.
+
+    1. A step's headers cannot replace the signature or the framing headers (`_OWN_HEADERS`).
+    2. Each hop (the first request and up to MAX_REDIRECTS redirects) is checked by the guard before it connects;
+       a refusal or one redirect too many ends the call, not retryable.
+    3. The whole call, redirects included, gets WEBHOOK_TIMEOUT_SECONDS: each hop waits at most what is left when
+       it begins, and reading the answer stops when the time is up or RESPONSE_LIMIT_BYTES are in.
+    """
+    own = {name: value for name, value in headers.items() if name.lower() not in _OWN_HEADERS}
+    signature = signature_headers(secret=secret, webhook_id=webhook_id, timestamp=int(time.time()), body=body)
+    # The body is read raw: an encoded answer could inflate far beyond the bytes received.
+    request_headers = {**own, "Accept-Encoding": "identity", **signature}
+    deadline = time.monotonic() + settings.WEBHOOK_TIMEOUT_SECONDS
+    try:
+        target = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        return _failed(f"refused: an invalid URL ({exc})")
+    with httpx.Client(transport=PinnedTransport(), trust_env=False, headers={"User-Agent": USER_AGENT}) as client:
+        try:
+            request = client.build_request(method, target, headers=request_headers, content=body)
+            return _exchange(client, request, deadline=deadline)
+        except WebhookRefused as exc:
+            return _failed(f"refused: {exc}")
+        except (httpx.LocalProtocolError, UnicodeEncodeError) as exc:
+            # Our own request is malformed (a header the protocol forbids): sending it again changes nothing.
+            return _failed(f"invalid request: {exc}")
+        except httpx.TimeoutException:
+            return _failed("timed out", retryable=True)
+        except httpx.TransportError as exc:
+            return _failed(f"network error: {exc}", retryable=True)
+
+
+def _exchange(client: httpx.Client, request: httpx.Request, *, deadline: float) -> WebhookResult:
+    for _hop in range(MAX_REDIRECTS + 1):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise httpx.TimeoutException("the call took too long", request=request)
+        request.extensions["timeout"] = httpx.Timeout(remaining).as_dict()
+        response = client.send(request, stream=True, follow_redirects=False)
+        try:
+            if response.next_request is None:
+                return WebhookResult(
+                    status_code=response.status_code,
+                    body=_excerpt(response, deadline=deadline).decode("utf-8", "replace"),
+                    error=None if response.is_success else f"HTTP {response.status_code}",
+                    retryable=response.is_server_error,
+                )
+            request = response.next_request
+        finally:
+            response.close()
+    raise WebhookRefused(f"more than {MAX_REDIRECTS} redirects")
+
+
+def _excerpt(response: httpx.Response, *, deadline: float) -> bytes:
+    kept = bytearray()
+    for chunk in response.iter_raw():
+        kept += chunk
+        if len(kept) >= RESPONSE_LIMIT_BYTES or time.monotonic() >= deadline:
+            break
+    return bytes(kept[:RESPONSE_LIMIT_BYTES])
+
+
+def _failed(error: str, *, retryable: bool = False) -> WebhookResult:
+    return WebhookResult(status_code=None, body="", error=error, retryable=retryable)
