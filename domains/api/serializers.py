@@ -4,6 +4,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.api.fields import IsoDateTimeField
+from config.api.serializers import OutputSerializer
 from domains import records
 
 
@@ -12,7 +13,7 @@ class DomainCreateInputSerializer(serializers.Serializer):
     projectId = serializers.CharField(required=False, allow_null=True)
 
 
-class DomainRecordOutputSerializer(serializers.Serializer):
+class DomainRecordOutputSerializer(OutputSerializer):  # of a domains.records.records_json item
     type = serializers.CharField()
     name = serializers.CharField()
     value = serializers.CharField()
