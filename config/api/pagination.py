@@ -7,6 +7,7 @@ Every envelope writes its rows with the endpoint's output serializer (`many=True
 them in the schema.
 """
 
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,7 @@ from django.db.models import Q, QuerySet
 from rest_framework.serializers import BaseSerializer
 
 from core.errors import BadRequest, ValidationFailed
+from core.ids import uuid_or_none
 from core.pages import CursorPage, Page
 
 _cursor_signer = signing.Signer(salt="herald.api.cursor")
@@ -33,6 +35,17 @@ def int_param(params, name: str, *, default: int, minimum: int = 1, maximum: int
     if value < minimum:
         raise ValidationFailed.field(name, f"{name} must be at least {minimum}", "too_small")
     return min(value, maximum) if maximum is not None else value
+
+
+def uuid_param(params, name: str) -> uuid.UUID | None:
+    """A UUID query parameter: absent or empty is None, anything else that is not a UUID is 422."""
+    raw = params.get(name) or None
+    if raw is None:
+        return None
+    value = uuid_or_none(raw)
+    if value is None:
+        raise ValidationFailed.field(name, "Invalid uuid", "invalid_string")
+    return value
 
 
 def choice_param(params, name: str, choices: Iterable[str], default: str) -> str:

@@ -9,7 +9,7 @@ from accounts.jobs import job_get
 from config.api.authentication import PublicKeyAuthentication
 from config.api.exceptions import BareError
 from config.api.output import output
-from config.api.pagination import CursorSort, cursor_page, int_param
+from config.api.pagination import CursorSort, cursor_page, int_param, uuid_param
 from config.api.schema import ERROR_RESPONSE as ERROR
 from config.api.schema import IDEMPOTENCY_KEY, bare_or_envelope_400, count_parameter
 from config.api.validation import validate
@@ -283,9 +283,7 @@ class EventViewSet(ProjectScopedViewSet):
     )
     def list(self, request):
         params = request.query_params
-        contact_id = params.get("contactId") or None
-        if contact_id is not None and uuid_or_none(contact_id) is None:
-            raise ValidationFailed.field("contactId", "Invalid uuid", "invalid_string")
+        contact_id = uuid_param(params, "contactId")
         queryset = selectors.event_list(project=self.project, name=params.get("name"), contact_id=contact_id)
         return Response(cursor_page(queryset, params, sort=EVENT_SORT, serializer=s.EventOutputSerializer))
 
