@@ -8,7 +8,13 @@ from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from accounts.models import Job
-from config.api.fields import IsoDateTimeField, StrictBooleanField, StrictCharField, StrictEmailField
+from config.api.fields import (
+    IsoDateTimeField,
+    JsonObjectField,
+    StrictBooleanField,
+    StrictCharField,
+    StrictEmailField,
+)
 from config.api.schema import JSON_OBJECT
 from config.api.serializers import OutputSerializer
 from contacts.data_rules import validate_data
@@ -54,7 +60,7 @@ class ContactOutputSerializer(OutputSerializer):
     email = serializers.CharField()
     subscribed = serializers.BooleanField()
     snoozedUntil = IsoDateTimeField(source="snoozed_until", allow_null=True)
-    data = serializers.JSONField()
+    data = JsonObjectField()
     createdAt = IsoDateTimeField(source="created_at")
     updatedAt = IsoDateTimeField(source="updated_at")
 
@@ -224,7 +230,7 @@ class EventOutputSerializer(OutputSerializer):
     name = serializers.CharField()
     contactId = serializers.UUIDField(source="contact_id")
     emailId = serializers.UUIDField(source="email_id", allow_null=True)
-    data = serializers.JSONField()
+    data = JsonObjectField()
     createdAt = IsoDateTimeField(source="created_at")
 
 

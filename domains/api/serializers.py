@@ -6,6 +6,7 @@ from rest_framework import serializers
 from config.api.fields import IsoDateTimeField
 from config.api.serializers import OutputSerializer
 from domains import records
+from domains.models import Domain
 
 
 class DomainCreateInputSerializer(serializers.Serializer):
@@ -26,7 +27,7 @@ class DomainRecordOutputSerializer(OutputSerializer):  # of a domains.records.re
 class DomainOutputSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     domain = serializers.CharField(source="name")
-    status = serializers.CharField()
+    status = serializers.ChoiceField(choices=Domain.Status.choices)
     verified = serializers.BooleanField(source="is_verified")
     records = serializers.SerializerMethodField()
     dkimSelector = serializers.CharField(source="dkim_selector")

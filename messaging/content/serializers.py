@@ -82,9 +82,22 @@ class TemplatePageSerializer(serializers.Serializer):
     totalPages = serializers.IntegerField()
 
 
-class TemplateUsageSerializer(OutputSerializer):
-    campaigns = serializers.ListField(child=serializers.DictField())
-    workflowSteps = serializers.ListField(child=serializers.DictField(), source="workflow_steps")
+class CampaignUsageSerializer(OutputSerializer):
+    id = serializers.CharField()
+    name = serializers.CharField()
+    status = serializers.CharField()
+
+
+class WorkflowStepUsageSerializer(OutputSerializer):
+    workflowId = serializers.CharField()
+    workflowName = serializers.CharField()
+    stepId = serializers.CharField()
+
+
+class TemplateUsageSerializer(OutputSerializer):  # of a messaging.content.usage.TemplateUsage
+    # The items are the usage finders' (messaging.content.usage), in the shapes their hook documents.
+    campaigns = CampaignUsageSerializer(many=True)
+    workflowSteps = WorkflowStepUsageSerializer(many=True, source="workflow_steps")
     emailsSent = serializers.IntegerField(source="emails_sent")
 
 
