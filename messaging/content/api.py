@@ -6,6 +6,7 @@ from rest_framework.response import Response
 
 from config.api.exceptions import BareError
 from config.api.pagination import choice_param, numbered_page_envelope, offset_page
+from config.api.schema import ERROR_RESPONSE as ERROR
 from config.api.schema import bare_or_envelope_400, count_parameter
 from config.api.validation import validate
 from config.api.views import ProjectScopedViewSet
@@ -80,7 +81,9 @@ class TemplateViewSet(ProjectScopedViewSet):
         template = services.template_update(template=template, **values)
         return Response(s.TemplateOutputSerializer(template).data)
 
-    @extend_schema(summary="Delete a template (409 while a campaign or workflow uses it)", responses={204: None})
+    @extend_schema(
+        summary="Delete a template (409 while a campaign or workflow uses it)", responses={204: None, 409: ERROR}
+    )
     def destroy(self, request, pk=None):
         services.template_delete(template=self.get_object())
         return Response(status=204)

@@ -166,6 +166,7 @@ def test_usage_and_delete_conflict_while_used(secret_client):
         assert_documented(response, method="GET", path=path, template="/templates/{id}/usage")
         response = secret_client.delete(f"/templates/{template['id']}")
         assert response.status_code == 409
+        assert_documented(response, method="DELETE", path=f"/templates/{template['id']}", template="/templates/{id}")
         assert "Spring sale" in response.json()["error"]["message"]
         assert Template.objects.filter(id=template["id"]).exists()
     finally:
