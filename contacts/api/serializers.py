@@ -1,7 +1,7 @@
 """Input and output serializers of the contacts and events endpoints, with explicit camelCase names.
 
-Input fields are strict about JSON types (a string is not a boolean), as decisions.md asks: a value of the wrong
-type is 422 `invalid_type`.
+Input fields are strict about JSON types (a string is not a boolean): a value of the wrong type is 422
+`invalid_type` (docs/api/README.md).
 """
 
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
