@@ -14,6 +14,8 @@ from accounts.models import Project
 from contacts.models import Contact, Event
 from core.time import iso
 
+# The types a field is reported with: what JSON says, plus `date` for ISO date and date-time strings.
+FIELD_TYPES = ("string", "number", "boolean", "date", "object", "array")
 STANDARD_FIELDS = {"email": "string", "subscribed": "boolean", "createdAt": "date", "updatedAt": "date"}
 _STANDARD_COLUMNS = {"email": "email", "subscribed": "subscribed", "createdAt": "created_at", "updatedAt": "updated_at"}
 

@@ -217,7 +217,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {"SegmentTypeEnum": "segments.models.SegmentType"},
+    # Names for enums whose field name (`type`) other enums share.
+    "ENUM_NAME_OVERRIDES": {
+        "SegmentTypeEnum": "segments.models.SegmentType",
+        "ContactFieldTypeEnum": "contacts.selectors.FIELD_TYPES",
+        # The templates' (and campaigns') email type keeps the name it was first published with.
+        "TypeEnum": "messaging.models.EmailType",
+    },
     "APPEND_COMPONENTS": {},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

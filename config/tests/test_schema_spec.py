@@ -22,6 +22,8 @@ def resolve(components, schema: dict) -> dict:
     [
         ("ContactOutput", ["data"], {"type": "object"}),
         ("EventOutput", ["data"], {"type": "object"}),
+        ("Field", ["type"], {"enum": ["string", "number", "boolean", "date", "object", "array"]}),
+        ("SegmentOutput", ["type"], {"type": "string", "enum": ["DYNAMIC", "STATIC"]}),
         ("DomainOutput", ["status"], {"type": "string", "enum": ["pending", "verified"]}),
         ("TemplateUsage", ["campaigns", "items"], {"required": ["id", "name", "status"]}),
         ("TemplateUsage", ["workflowSteps", "items"], {"required": ["stepId", "workflowId", "workflowName"]}),

@@ -18,6 +18,7 @@ from config.api.fields import (
 from config.api.schema import JSON_OBJECT
 from config.api.serializers import OutputSerializer
 from contacts.data_rules import validate_data
+from contacts.selectors import FIELD_TYPES
 from contacts.services import event_name_is_reserved
 
 MAX_LOOKUP_EMAILS = 500
@@ -115,8 +116,7 @@ class ContactLookupOutputSerializer(OutputSerializer):  # of a contacts.selector
 
 class FieldSerializer(OutputSerializer):
     field = serializers.CharField()
-    # A plain string in the schema: a `type` enum here collides with other apps' `type` enums in spectacular.
-    type = serializers.CharField(help_text="string, number, boolean, date, object or array")
+    type = serializers.ChoiceField(choices=FIELD_TYPES)
     coverage = serializers.IntegerField()
 
 

@@ -1,6 +1,6 @@
 """Input and output serializers of the segments endpoints, with explicit camelCase names."""
 
-from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
+from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from config.api.fields import IsoDateTimeField, StrictBooleanField, StrictCharField, StrictEmailField
@@ -9,10 +9,9 @@ from contacts.api.serializers import ContactOutputSerializer
 from segments.models import SegmentType
 
 
-@extend_schema_field({"type": "string", "pattern": "^(DYNAMIC|STATIC)$", "description": "`DYNAMIC` or `STATIC`"})
 class SegmentTypeField(serializers.ChoiceField):
-    """Described by a pattern, not an enum: spectacular would name the enum after the field, colliding with the
-    templates' `type` enum (a `SegmentTypeEnum` entry in ENUM_NAME_OVERRIDES, in config/, would allow an enum)."""
+    """`DYNAMIC` or `STATIC`: the schema's `SegmentTypeEnum` (named in ENUM_NAME_OVERRIDES, since other enums are
+    named after a `type` field too)."""
 
     def __init__(self, **kwargs):
         super().__init__(choices=SegmentType.choices, **kwargs)
