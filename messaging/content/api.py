@@ -1,6 +1,5 @@
 """Templates and POST /v1/send: parse, call one service or selector, serialize."""
 
-from django.db.models import Q
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
@@ -11,8 +10,8 @@ from config.api.schema import bare_or_envelope_400, count_parameter
 from config.api.validation import validate
 from config.api.views import ProjectScopedViewSet
 from core.errors import ValidationFailed
+from messaging.content import selectors, services
 from messaging.content import serializers as s
-from messaging.content import services
 from messaging.content.usage import template_usage_summary
 from messaging.models import EmailType, Template
 
@@ -37,19 +36,13 @@ class TemplateViewSet(ProjectScopedViewSet):
     )
     def list(self, request):
         params = request.query_params
-        queryset = self.get_queryset()
         kind = params.get("type")
-        if kind:
-            if kind not in EmailType.values:
-                raise ValidationFailed.field(
-                    "type", f"Expected one of {', '.join(EmailType.values)}", "invalid_enum_value", received=kind
-                )
-            queryset = queryset.filter(type=kind)
-        search = (params.get("search") or "").strip()
-        if search:
-            queryset = queryset.filter(
-                Q(name__icontains=search) | Q(description__icontains=search) | Q(subject__icontains=search)
+        if kind and kind not in EmailType.values:
+            raise ValidationFailed.field(
+                "type", f"Expected one of {', '.join(EmailType.values)}", "invalid_enum_value", received=kind
             )
+        search = (params.get("search") or "").strip()
+        queryset = selectors.template_list(project=self.project, email_type=kind, search=search)
         field = TEMPLATE_SORT[choice_param(params, "sort", TEMPLATE_SORT, "createdAt")]
         prefix = "" if choice_param(params, "dir", ("asc", "desc"), "desc") == "asc" else "-"
         page = offset_page(queryset.order_by(f"{prefix}{field}", f"{prefix}id"), params)
