@@ -4,7 +4,7 @@ Input fields are strict about JSON types (a string is not a boolean): a value of
 `invalid_type` (docs/api/README.md).
 """
 
-from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from accounts.models import Job
@@ -15,6 +15,7 @@ from config.api.fields import (
     StrictCharField,
     StrictEmailField,
 )
+from config.api.pagination import CursorPageSerializer
 from config.api.schema import JSON_OBJECT
 from config.api.serializers import OutputSerializer
 from contacts.data_rules import validate_data
@@ -80,12 +81,8 @@ class ContactUpsertOutputSerializer(ContactOutputSerializer):
         return {**ContactOutputSerializer(result.contact).data, "_meta": ContactMetaSerializer(result).data}
 
 
-@extend_schema_serializer(many=False)  # the page envelope itself, not a list of them
-class ContactPageSerializer(serializers.Serializer):
-    data = ContactOutputSerializer(many=True)
-    cursor = serializers.CharField(allow_null=True)
-    hasMore = serializers.BooleanField()
-    total = serializers.IntegerField()
+class ContactPageSerializer(CursorPageSerializer):
+    data = ContactOutputSerializer(many=True, source="rows")
 
 
 class ContactCreateInputSerializer(serializers.Serializer):
@@ -234,12 +231,8 @@ class EventOutputSerializer(OutputSerializer):
     createdAt = IsoDateTimeField(source="created_at")
 
 
-@extend_schema_serializer(many=False)
-class EventPageSerializer(serializers.Serializer):
-    data = EventOutputSerializer(many=True)
-    cursor = serializers.CharField(allow_null=True)
-    hasMore = serializers.BooleanField()
-    total = serializers.IntegerField()
+class EventPageSerializer(CursorPageSerializer):
+    data = EventOutputSerializer(many=True, source="rows")
 
 
 class EventStatSerializer(OutputSerializer):

@@ -58,7 +58,7 @@ class ContactViewSet(ProjectScopedViewSet):
         params = request.query_params
         subscribed = {"true": True, "false": False}.get(params.get("subscribed", "").lower())
         queryset = selectors.contact_list(project=self.project, search=params.get("search"), subscribed=subscribed)
-        return Response(cursor_page(queryset, params, sort=CONTACT_SORT, serializer=s.ContactOutputSerializer))
+        return Response(s.ContactPageSerializer(cursor_page(queryset, params, sort=CONTACT_SORT)).data)
 
     @extend_schema(
         operation_id="contacts_upsert",
@@ -285,7 +285,7 @@ class EventViewSet(ProjectScopedViewSet):
         params = request.query_params
         contact_id = uuid_param(params, "contactId")
         queryset = selectors.event_list(project=self.project, name=params.get("name"), contact_id=contact_id)
-        return Response(cursor_page(queryset, params, sort=EVENT_SORT, serializer=s.EventOutputSerializer))
+        return Response(s.EventPageSerializer(cursor_page(queryset, params, sort=EVENT_SORT)).data)
 
     @extend_schema(
         operation_id="events_of_contact",
@@ -297,8 +297,7 @@ class EventViewSet(ProjectScopedViewSet):
         if contact_uuid is None or not Contact.objects.filter(project=self.project, pk=contact_uuid).exists():
             raise NotFound("Contact", contact_id)
         queryset = selectors.event_list(project=self.project, contact_id=contact_uuid)
-        page = cursor_page(queryset, request.query_params, sort=EVENT_SORT, serializer=s.EventOutputSerializer)
-        return Response(page)
+        return Response(s.EventPageSerializer(cursor_page(queryset, request.query_params, sort=EVENT_SORT)).data)
 
     @extend_schema(
         operation_id="events_stats",

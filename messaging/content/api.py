@@ -4,7 +4,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
 from config.api.exceptions import BareError
-from config.api.pagination import choice_param, numbered_page_envelope, offset_page
+from config.api.pagination import choice_param, offset_page
 from config.api.schema import ERROR_RESPONSE as ERROR
 from config.api.schema import bare_or_envelope_400, count_parameter
 from config.api.validation import validate
@@ -46,7 +46,7 @@ class TemplateViewSet(ProjectScopedViewSet):
         field = TEMPLATE_SORT[choice_param(params, "sort", TEMPLATE_SORT, "createdAt")]
         prefix = "" if choice_param(params, "dir", ("asc", "desc"), "desc") == "asc" else "-"
         page = offset_page(queryset.order_by(f"{prefix}{field}", f"{prefix}id"), params)
-        return Response(numbered_page_envelope(page, s.TemplateOutputSerializer))
+        return Response(s.TemplatePageSerializer(page).data)
 
     @extend_schema(
         summary="Create a template",

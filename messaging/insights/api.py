@@ -7,7 +7,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
-from config.api.pagination import cursor_page_envelope, int_param, uuid_param
+from config.api.pagination import int_param, uuid_param
 from config.api.schema import ERROR_RESPONSE as ERROR
 from config.api.schema import count_parameter
 from config.api.views import ApiView
@@ -102,7 +102,7 @@ class ActivityListView(ApiView):
         page = activity.activity_feed(
             project=request.auth.project, filters=filters, limit=limit, cursor=params.get("cursor") or None
         )
-        return Response(cursor_page_envelope(page, s.ActivityItemSerializer))
+        return Response(s.ActivityPageSerializer(page).data)
 
 
 class ActivityStatsView(ApiView):

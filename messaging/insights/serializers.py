@@ -4,6 +4,7 @@ records that `messaging.insights.activity` and `messaging.insights.analytics` re
 from rest_framework import serializers
 
 from config.api.fields import IsoDateTimeField, JsonObjectField
+from config.api.pagination import CursorPageSerializer
 from config.api.serializers import OutputSerializer
 from messaging.insights.activity import ACTIVITY_TYPES
 
@@ -18,11 +19,8 @@ class ActivityItemSerializer(OutputSerializer):
     metadata = JsonObjectField()
 
 
-class ActivityPageSerializer(serializers.Serializer):
-    data = ActivityItemSerializer(many=True)
-    cursor = serializers.CharField(allow_null=True)
-    hasMore = serializers.BooleanField()
-    total = serializers.IntegerField()
+class ActivityPageSerializer(CursorPageSerializer):
+    data = ActivityItemSerializer(many=True, source="rows")
 
 
 class ActivityStatsSerializer(OutputSerializer):

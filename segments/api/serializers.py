@@ -1,9 +1,9 @@
 """Input and output serializers of the segments endpoints, with explicit camelCase names."""
 
-from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from config.api.fields import IsoDateTimeField, StrictBooleanField, StrictCharField, StrictEmailField
+from config.api.pagination import NumberedPageSerializer
 from config.api.serializers import OutputSerializer
 from contacts.api.serializers import ContactOutputSerializer
 from segments.models import SegmentType
@@ -46,13 +46,8 @@ class SegmentUpdateInputSerializer(serializers.Serializer):
     trackMembership = StrictBooleanField(required=False)
 
 
-@extend_schema_serializer(many=False)  # the page envelope itself, not a list of them
-class SegmentMembersPageSerializer(serializers.Serializer):
-    data = ContactOutputSerializer(many=True)
-    total = serializers.IntegerField()
-    page = serializers.IntegerField()
-    pageSize = serializers.IntegerField()
-    totalPages = serializers.IntegerField()
+class SegmentMembersPageSerializer(NumberedPageSerializer):
+    data = ContactOutputSerializer(many=True, source="rows")
 
 
 class SegmentRefreshOutputSerializer(OutputSerializer):  # of a Segment

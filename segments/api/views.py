@@ -4,12 +4,11 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
 from config.api.exceptions import BareError
-from config.api.pagination import int_param, numbered_page_envelope
+from config.api.pagination import int_param
 from config.api.schema import ERROR_RESPONSE as ERROR
 from config.api.schema import bare_or_envelope_400, count_parameter
 from config.api.validation import validate
 from config.api.views import ProjectScopedViewSet
-from contacts.api.serializers import ContactOutputSerializer
 from segments import selectors, services
 from segments.api import serializers as s
 from segments.models import Segment, SegmentType
@@ -88,7 +87,7 @@ class SegmentViewSet(ProjectScopedViewSet):
             page=int_param(params, "page", default=1),
             page_size=int_param(params, "pageSize", default=20, maximum=100),
         )
-        return Response(numbered_page_envelope(page, ContactOutputSerializer))
+        return Response(s.SegmentMembersPageSerializer(page).data)
 
     @extend_schema(
         operation_id="segments_refresh", request=None, responses={200: s.SegmentRefreshOutputSerializer, 404: ERROR}
