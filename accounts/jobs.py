@@ -13,7 +13,7 @@ A job survives the loss of its worker (SIGKILL, a lost host) and of its broker m
 """
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import timedelta
 
 from django.conf import settings
@@ -22,7 +22,8 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.models import Job, Project
-from core.time import iso
+from core.errors import NotFound
+from core.ids import uuid_or_none
 
 logger = logging.getLogger(__name__)
 # report(progress, result, checkpoint=None): progress 0-100, the partial result, and where to resume.
@@ -123,15 +124,9 @@ def jobs_requeue_stalled(*, limit: int = 100) -> int:
     return published
 
 
-def job_json(job: Job) -> dict:
-    return {
-        "id": str(job.id),
-        "type": job.type,
-        "status": job.status,
-        "progress": job.progress,
-        "result": job.result,
-        "error": job.error or None,
-        "createdAt": iso(job.created_at),
-        "startedAt": iso(job.started_at),
-        "finishedAt": iso(job.finished_at),
-    }
+def job_get(*, project: Project, job_id: str, types: Iterable[str]) -> Job:
+    """The project's job of one of `types`: another project's job, or one of another type, is not found."""
+    job = Job.objects.filter(project=project, type__in=types, pk=uuid_or_none(job_id)).first()
+    if job is None:
+        raise NotFound("Job", job_id)
+    return job

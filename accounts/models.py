@@ -151,3 +151,8 @@ class Job(models.Model):
 
     def __str__(self) -> str:
         return f"{self.type} {self.id}"
+
+    @property
+    def error_or_none(self) -> str | None:
+        # The column is blank, not null, when nothing failed; the API says null.
+        return self.error or None

@@ -3,6 +3,7 @@ statement per vendor, since JSON functions differ between PostgreSQL (production
 
 import json
 import math
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import connection
@@ -11,7 +12,10 @@ from django.utils import timezone
 
 from accounts.models import Project
 from contacts.models import Contact, Event
+from core.time import iso
 
+# The types a field is reported with: what JSON says, plus `date` for ISO date and date-time strings.
+FIELD_TYPES = ("string", "number", "boolean", "date", "object", "array")
 STANDARD_FIELDS = {"email": "string", "subscribed": "boolean", "createdAt": "date", "updatedAt": "date"}
 _STANDARD_COLUMNS = {"email": "email", "subscribed": "subscribed", "createdAt": "created_at", "updatedAt": "updated_at"}
 
@@ -80,8 +84,21 @@ def contact_list(*, project: Project, search: str | None = None, subscribed: boo
     return queryset
 
 
-def contacts_by_email(*, project: Project, emails: list[str]) -> dict[str, Contact]:
-    return {c.email: c for c in Contact.objects.filter(project=project, email__in=emails).only("id", "email")}
+@dataclass(frozen=True)
+class ContactLookup:
+    found: list[Contact]
+    not_found: list[str]
+
+
+def contacts_lookup(*, project: Project, emails: list[str]) -> ContactLookup:
+    """Which of the emails are the project's contacts, each email once, in the order given."""
+    emails = list(dict.fromkeys(emails))
+    rows = Contact.objects.filter(project=project, email__in=emails).only("id", "email")
+    by_email = {contact.email: contact for contact in rows}
+    return ContactLookup(
+        found=[by_email[email] for email in emails if email in by_email],
+        not_found=[email for email in emails if email not in by_email],
+    )
 
 
 def split_field(field: str) -> tuple[str | None, str | None]:
@@ -122,8 +139,6 @@ def contact_field_values(*, project: Project, field: str, limit: int) -> tuple[l
         rows = grouped.order_by("-n", column)[:limit]
         values = [{"value": row[column], "count": row["n"]} for row in rows]
         if standard in ("createdAt", "updatedAt"):
-            from core.time import iso
-
             values = [{"value": iso(v["value"]), "count": v["count"]} for v in values]
         return values, distinct
     sql, params = _values_sql(project, key)

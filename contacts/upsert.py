@@ -64,6 +64,10 @@ class UpsertResult:
     # The request's data variables (persistent and `persistent: false` values), for templates and event data.
     variables: dict
 
+    @property
+    def existed(self) -> bool:
+        return not self.created
+
 
 @dataclass
 class PendingUpsert:

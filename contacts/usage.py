@@ -11,8 +11,10 @@ A finder gets the project and the field (`data.plan`, `email`, ...) or event nam
 """
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from accounts.models import Project
+from contacts import selectors
 
 UsageFinder = Callable[[Project, str], list[dict]]
 
@@ -56,3 +58,49 @@ def field_usage(*, project: Project, field: str) -> dict[str, list[dict]]:
 def event_usage(*, project: Project, name: str) -> dict[str, list[dict]]:
     """`{segments, workflows}`, each a list of `{id, name}`."""
     return _collect(_event_finders, project, name)
+
+
+@dataclass(frozen=True)
+class FieldUsage:
+    field: str
+    used_in: dict[str, list[dict]]
+    contact_count: int
+
+    @property
+    def can_delete(self) -> bool:
+        """Only a custom field that nothing uses can be deleted."""
+        standard, _key = selectors.split_field(self.field)
+        return standard is None and not any(self.used_in.values())
+
+
+def field_usage_summary(*, project: Project, field: str) -> FieldUsage:
+    """What uses the field, and how many contacts have a value for it."""
+    return FieldUsage(
+        field=field,
+        used_in=field_usage(project=project, field=field),
+        contact_count=selectors.contact_field_count(project=project, field=field),
+    )
+
+
+@dataclass(frozen=True)
+class EventUsage:
+    used_in_segments: list[dict]
+    used_in_workflows: list[dict]
+    total_count: int
+    unique_contacts: int
+
+    @property
+    def can_delete(self) -> bool:
+        return not (self.used_in_segments or self.used_in_workflows)
+
+
+def event_usage_summary(*, project: Project, name: str) -> EventUsage:
+    """What uses the event name, and how many events (and contacts) carry it."""
+    used_in = event_usage(project=project, name=name)
+    total, unique = selectors.event_name_counts(project=project, name=name)
+    return EventUsage(
+        used_in_segments=used_in["segments"],
+        used_in_workflows=used_in["workflows"],
+        total_count=total,
+        unique_contacts=unique,
+    )

@@ -1,5 +1,5 @@
-"""The shared core under every app: the error vocabulary (`errors`), timestamps (`time`), JSON type names
-(`json`), pages of rows (`pages`), the rate-limit counter and the client's address (`ratelimit`), the Redis client
+"""The shared core under every app: the error vocabulary (`errors`), timestamps (`time`), ids (`ids`), JSON type
+names (`json`), pages of rows (`pages`), the rate-limit counter and the client's address (`ratelimit`), the Redis client
 (`cache`), the prepared statements of the hottest paths (`db`) and the helpers that keep scans of user text linear
 (`scan`).
 

@@ -23,7 +23,7 @@ def production_settings(app_configs, **kwargs):
 @register()
 def delivery_lease(app_configs, **kwargs):
     """The delivery lease (messaging.sending.delivery) must outlast one message, and expire soon enough for another
-    worker to send a dead one's mail within 5 minutes (decisions.md; the sweeper runs every minute)."""
+    worker to send a dead one's mail within 5 minutes (docs/messaging.md; the sweeper runs every minute)."""
     lease, timeout = settings.DELIVERY_LEASE_SECONDS, settings.EMAIL_TIMEOUT
     problems = []
     if timeout and lease < 4 * timeout:

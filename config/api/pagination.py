@@ -3,19 +3,24 @@
 Cursor lists are keyset-paginated on (sort field, primary key), so page 10,000 costs what page 1 costs; the
 cursor is signed, and a cursor that was altered, or that belongs to another sort order, is a 400. Page-based
 lists (campaigns, templates, segment members) use LIMIT/OFFSET as the spec defines them, with their own key order.
-Every envelope writes its rows with the endpoint's output serializer (`many=True`), the class that also describes
-them in the schema.
+The pages are records (`core.pages`); each endpoint writes its page with its own envelope serializer, a
+`CursorPageSerializer` or `NumberedPageSerializer` whose `data` is its rows' output serializer, which is also the
+page's schema.
 """
 
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from django.core import signing
 from django.db.models import Q, QuerySet
-from rest_framework.serializers import BaseSerializer
+from drf_spectacular.utils import extend_schema_serializer
+from rest_framework import serializers
 
+from config.api.serializers import OutputSerializer
 from core.errors import BadRequest, ValidationFailed
+from core.ids import uuid_or_none
 from core.pages import CursorPage, Page
 
 _cursor_signer = signing.Signer(salt="herald.api.cursor")
@@ -33,6 +38,17 @@ def int_param(params, name: str, *, default: int, minimum: int = 1, maximum: int
     if value < minimum:
         raise ValidationFailed.field(name, f"{name} must be at least {minimum}", "too_small")
     return min(value, maximum) if maximum is not None else value
+
+
+def uuid_param(params, name: str) -> uuid.UUID | None:
+    """A UUID query parameter: absent or empty is None, anything else that is not a UUID is 422."""
+    raw = params.get(name) or None
+    if raw is None:
+        return None
+    value = uuid_or_none(raw)
+    if value is None:
+        raise ValidationFailed.field(name, "Invalid uuid", "invalid_string")
+    return value
 
 
 def choice_param(params, name: str, choices: Iterable[str], default: str) -> str:
@@ -65,16 +81,9 @@ def _decode(cursor: str, sort: str, direction: str) -> tuple[Any, str]:
     return value, pk
 
 
-def cursor_page(
-    queryset: QuerySet,
-    params,
-    *,
-    sort: CursorSort,
-    serializer: type[BaseSerializer],
-    count: Callable[[], int] | None = None,
-) -> dict:
-    """`{data, cursor, hasMore, total}` with the rows written by `serializer`; `total` only on the first page (0
-    after), as the spec says."""
+def cursor_page(queryset: QuerySet, params, *, sort: CursorSort, count: Callable[[], int] | None = None) -> CursorPage:
+    """The page of `queryset` that `params` ask for (`limit`, `cursor`, `sort`, `dir`); `total` only on the first
+    page (0 after), as the spec says."""
     limit = int_param(params, "limit", default=20, maximum=100)
     sort_name = choice_param(params, "sort", sort.fields, sort.default)
     direction = choice_param(params, "dir", ("asc", "desc"), sort.default_dir)
@@ -97,16 +106,7 @@ def cursor_page(
     rows = rows[:limit]
     next_cursor = _encode(sort_name, direction, getattr(rows[-1], field), rows[-1].pk) if has_more else None
     total = (count() if count else queryset.count()) if not cursor else 0
-    return cursor_page_envelope(CursorPage(rows, next_cursor, has_more, total), serializer)
-
-
-def cursor_page_envelope(page: CursorPage, serializer: type[BaseSerializer]) -> dict:
-    return {
-        "data": serializer(page.rows, many=True).data,
-        "cursor": page.cursor,
-        "hasMore": page.has_more,
-        "total": page.total,
-    }
+    return CursorPage(rows, next_cursor, has_more, total)
 
 
 def offset_page(queryset: QuerySet, params, *, max_page_size: int = 100) -> Page:
@@ -120,12 +120,23 @@ def offset_page(queryset: QuerySet, params, *, max_page_size: int = 100) -> Page
     return Page(rows=rows, page=page, page_size=page_size, total=total)
 
 
-def numbered_page_envelope(page: Page, serializer: type[BaseSerializer]) -> dict:
-    """`{data, total, page, pageSize, totalPages}`: the spec's envelope of every page-based list."""
-    return {
-        "data": serializer(page.rows, many=True).data,
-        "total": page.total,
-        "page": page.page,
-        "pageSize": page.page_size,
-        "totalPages": page.total_pages,
-    }
+# The envelopes. `data` is declared on the base so that it comes first; each page declares it again with its rows'
+# output serializer, `many=True, source="rows"`. (`many=False`: the schema of a list action is the envelope itself,
+# not a list of envelopes.)
+
+
+@extend_schema_serializer(many=False)
+class CursorPageSerializer(OutputSerializer):  # of a core.pages.CursorPage
+    data = serializers.ListField(source="rows")
+    cursor = serializers.CharField(allow_null=True)
+    hasMore = serializers.BooleanField(source="has_more")
+    total = serializers.IntegerField()
+
+
+@extend_schema_serializer(many=False)
+class NumberedPageSerializer(OutputSerializer):  # of a core.pages.Page: the spec's envelope of page-based lists
+    data = serializers.ListField(source="rows")
+    total = serializers.IntegerField()
+    page = serializers.IntegerField()
+    pageSize = serializers.IntegerField(source="page_size")
+    totalPages = serializers.IntegerField(source="total_pages")

@@ -1,7 +1,6 @@
 """The base classes every API view derives from: authentication, rate limit, idempotency, atomic writes and
 project scoping happen here, once, so concrete views only parse, call a service and serialize."""
 
-import uuid
 from collections.abc import Callable
 
 from django.conf import settings
@@ -18,6 +17,7 @@ from accounts.services import idempotency_claim, idempotency_finish
 from config.api.ratelimit import COUNTED_ENVIRON_KEY
 from config.api.validation import validate
 from core.errors import BadRequest, ErrorCode, NotFound, RateLimited, ServiceError
+from core.ids import uuid_or_none
 from core.ratelimit import RateLimitState, client_address, project_scope, rate_limit_hit
 from core.time import iso
 
@@ -187,11 +187,8 @@ class ProjectScopedViewSet(ApiViewMixin, GenericViewSet):
 
     def get_object(self):
         value = self.kwargs[self.lookup_url_kwarg or self.lookup_field]
-        if self.lookup_field == "pk":
-            try:
-                uuid.UUID(str(value))
-            except ValueError:
-                raise NotFound(self.resource_name, value) from None
+        if self.lookup_field == "pk" and uuid_or_none(value) is None:
+            raise NotFound(self.resource_name, value)
         obj = self.get_queryset().filter(**{self.lookup_field: value}).first()
         if obj is None:
             raise NotFound(self.resource_name, value)

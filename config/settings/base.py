@@ -220,7 +220,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {"SegmentTypeEnum": "segments.models.SegmentType"},
+    # Names for enums whose field name (`type`) other enums share.
+    "ENUM_NAME_OVERRIDES": {
+        "SegmentTypeEnum": "segments.models.SegmentType",
+        "ContactFieldTypeEnum": "contacts.selectors.FIELD_TYPES",
+        # The templates' (and campaigns') email type keeps the name it was first published with.
+        "TypeEnum": "messaging.models.EmailType",
+    },
     "APPEND_COMPONENTS": {},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
@@ -358,7 +364,7 @@ DOMAINS_RETURN_PATH_SUBDOMAIN = env.str("DOMAINS_RETURN_PATH_SUBDOMAIN", default
 # verified ones once per interval; at most this many domains are queued per run.
 DOMAINS_CHECK_BATCH_SIZE = env.int("DOMAINS_CHECK_BATCH_SIZE", default=200)
 DOMAINS_VERIFIED_RECHECK_MINUTES = env.int("DOMAINS_VERIFIED_RECHECK_MINUTES", default=60)
-# A verified domain whose DKIM record is absent on this many checks in a row goes back to pending (decisions.md).
+# A verified domain whose DKIM record is absent on this many checks in a row goes back to pending (docs/domains.md).
 DOMAINS_DKIM_MISSES_BEFORE_PENDING = env.int("DOMAINS_DKIM_MISSES_BEFORE_PENDING", default=3)
 # How long a process trusts that a sender host is on a verified domain (domains.authorized); 0 asks every time.
 DOMAINS_SENDER_MEMORY_SECONDS = env.int("DOMAINS_SENDER_MEMORY_SECONDS", default=10)
@@ -381,7 +387,7 @@ DELIVERY_MAX_ATTEMPTS = env.int("DELIVERY_MAX_ATTEMPTS", default=6)
 DELIVERY_RETRY_BASE_SECONDS = env.float("DELIVERY_RETRY_BASE_SECONDS", default=30.0)
 # A worker's claim on the rows it sends is a lease of this many seconds, renewed every sixth of it while it sends; rows
 # whose lease expired belong to a dead worker and the sweeper (every minute) queues them again. Longer than one
-# message can take (a few EMAIL_TIMEOUTs); short enough that a dead worker's mail goes within 5 minutes (decisions.md).
+# message can take (a few EMAIL_TIMEOUTs); short enough that a dead worker's mail goes within 5 minutes (docs/messaging.md).
 DELIVERY_LEASE_SECONDS = env.float("DELIVERY_LEASE_SECONDS", default=120)
 DELIVERY_BATCH_SIZE = env.int("DELIVERY_BATCH_SIZE", default=50)
 # Each process hands committed emails to delivery in one Redis command per this many seconds (messaging.sending.dispatch).
@@ -404,7 +410,7 @@ SEGMENT_REFRESH_BATCH = env.int("SEGMENT_REFRESH_BATCH", default=500)
 # A contact's tracked segments are re-evaluated at most once per this many seconds after its events.
 SEGMENT_REEVALUATE_DEBOUNCE_SECONDS = env.int("SEGMENT_REEVALUATE_DEBOUNCE_SECONDS", default=5)
 
-# Retention (decisions.md): rendered bodies of finished emails are emptied after this many days, by an hourly beat
+# Retention (docs/analytics.md): rendered bodies of finished emails are emptied after this many days, by an hourly beat
 # task in batches (the rows, their counts and events stay).
 EMAIL_BODY_RETENTION_DAYS = env.int("EMAIL_BODY_RETENTION_DAYS", default=90)
 EMAIL_BODY_RETENTION_BATCH = env.int("EMAIL_BODY_RETENTION_BATCH", default=1000)
@@ -422,7 +428,7 @@ FEEDBACK_RESEND_SIGNING_SECRET = env.str("FEEDBACK_RESEND_SIGNING_SECRET", defau
 # The generic webhook's shared secret; signed timestamps older or newer than the tolerance are refused.
 FEEDBACK_GENERIC_SECRET = env.str("FEEDBACK_GENERIC_SECRET", default="")
 FEEDBACK_SIGNATURE_TOLERANCE = env.int("FEEDBACK_SIGNATURE_TOLERANCE", default=300)
-# Receipts make redelivered notifications no-ops; providers stop redelivering within days (decisions.md: 7).
+# Receipts make redelivered notifications no-ops; providers stop redelivering within days.
 FEEDBACK_RECEIPT_RETENTION_DAYS = env.int("FEEDBACK_RECEIPT_RETENTION_DAYS", default=7)
 # A project past the critical bounce or complaint thresholds is disabled unless this is off (then only logged).
 REPUTATION_AUTO_DISABLE = env.bool("REPUTATION_AUTO_DISABLE", default=True)

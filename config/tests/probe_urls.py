@@ -15,7 +15,8 @@ from accounts.jobs import job_create
 from accounts.models import Job
 from config.api.authentication import PublicKeyAuthentication
 from config.api.fields import IsoDateTimeField
-from config.api.pagination import CursorSort, cursor_page
+from config.api.pagination import CursorPageSerializer, CursorSort, cursor_page
+from config.api.serializers import OutputSerializer
 from config.api.validation import validate
 from config.api.views import ApiView, ProjectScopedViewSet
 from core.errors import BadRequest
@@ -60,10 +61,14 @@ class WritingProbe(ApiView):
         return Response({"job": str(job.id)})
 
 
-class ProbeJobOutput(serializers.Serializer):
+class ProbeJobOutput(OutputSerializer):
     id = serializers.UUIDField()
     type = serializers.CharField()
     createdAt = IsoDateTimeField(source="created_at")
+
+
+class ProbeJobPage(CursorPageSerializer):
+    data = ProbeJobOutput(many=True, source="rows")
 
 
 class JobViewSet(ProjectScopedViewSet):
@@ -72,7 +77,7 @@ class JobViewSet(ProjectScopedViewSet):
 
     def list(self, request):
         sort = CursorSort({"createdAt": "created_at", "type": "type"}, default="createdAt")
-        return Response(cursor_page(self.get_queryset(), request.query_params, sort=sort, serializer=ProbeJobOutput))
+        return Response(ProbeJobPage(cursor_page(self.get_queryset(), request.query_params, sort=sort)).data)
 
     def retrieve(self, request, pk=None):
         return Response({"id": str(self.get_object().id)})

@@ -353,7 +353,20 @@ def test_relative_links_point_at_files(document):
     assert not broken, f"{document.relative_to(ROOT)} links to missing files or headings: {broken}"
 
 
+OUTSIDE = re.compile(r"decisions\.md|interface\.md|shared/spec")
+
+
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(ROOT)))
 def test_documents_name_no_file_outside_the_repository(document):
-    outside = re.findall(r"decisions\.md|interface\.md|shared/spec", document.read_text())
+    outside = OUTSIDE.findall(document.read_text())
     assert not outside, f"{document.relative_to(ROOT)} refers to {outside}: state the rule here instead"
+
+
+def test_code_names_no_file_outside_the_repository():
+    sources = [path for path in ROOT.rglob("*.py") if not {".venv", "var"} & set(path.relative_to(ROOT).parts)]
+    naming = sorted(
+        str(path.relative_to(ROOT))
+        for path in sources
+        if path != Path(__file__).resolve() and OUTSIDE.search(path.read_text())
+    )
+    assert not naming, f"{naming} refer to documents outside the repository: point at docs/ instead"

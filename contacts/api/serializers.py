@@ -1,16 +1,25 @@
 """Input and output serializers of the contacts and events endpoints, with explicit camelCase names.
 
-Input fields are strict about JSON types (a string is not a boolean), as decisions.md asks: a value of the wrong
-type is 422 `invalid_type`.
+Input fields are strict about JSON types (a string is not a boolean): a value of the wrong type is 422
+`invalid_type` (docs/api/README.md).
 """
 
-from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from config.api.fields import IsoDateTimeField, StrictBooleanField, StrictCharField, StrictEmailField
+from accounts.models import Job
+from config.api.fields import (
+    IsoDateTimeField,
+    JsonObjectField,
+    StrictBooleanField,
+    StrictCharField,
+    StrictEmailField,
+)
+from config.api.pagination import CursorPageSerializer
 from config.api.schema import JSON_OBJECT
 from config.api.serializers import OutputSerializer
 from contacts.data_rules import validate_data
+from contacts.selectors import FIELD_TYPES
 from contacts.services import event_name_is_reserved
 
 MAX_LOOKUP_EMAILS = 500
@@ -48,34 +57,32 @@ class EventNameField(StrictCharField):
 # Contacts -----------------------------------------------------------------------------------------------------------
 
 
-class ContactOutputSerializer(serializers.Serializer):
+class ContactOutputSerializer(OutputSerializer):
     id = serializers.UUIDField()
     email = serializers.CharField()
     subscribed = serializers.BooleanField()
     snoozedUntil = IsoDateTimeField(source="snoozed_until", allow_null=True)
-    data = serializers.JSONField()
+    data = JsonObjectField()
     createdAt = IsoDateTimeField(source="created_at")
     updatedAt = IsoDateTimeField(source="updated_at")
 
 
-class ContactMetaSerializer(serializers.Serializer):
-    isNew = serializers.BooleanField()
-    isUpdate = serializers.BooleanField()
+class ContactMetaSerializer(OutputSerializer):  # of a contacts.upsert.UpsertResult
+    isNew = serializers.BooleanField(source="created")
+    isUpdate = serializers.BooleanField(source="existed")
 
 
 class ContactUpsertOutputSerializer(ContactOutputSerializer):
-    """Schema only: the view renders ContactOutputSerializer and adds `_meta` (a `_meta` field would read the
-    model's `_meta`)."""
-
+    # Of a contacts.upsert.UpsertResult: its contact's fields, then `_meta`. Written in two parts, since the
+    # contact's fields are attributes of `result.contact` (an output field reads one attribute of its row).
     _meta = ContactMetaSerializer()
 
+    def to_representation(self, result):
+        return {**ContactOutputSerializer(result.contact).data, "_meta": ContactMetaSerializer(result).data}
 
-@extend_schema_serializer(many=False)  # the page envelope itself, not a list of them
-class ContactPageSerializer(serializers.Serializer):
-    data = ContactOutputSerializer(many=True)
-    cursor = serializers.CharField(allow_null=True)
-    hasMore = serializers.BooleanField()
-    total = serializers.IntegerField()
+
+class ContactPageSerializer(CursorPageSerializer):
+    data = ContactOutputSerializer(many=True, source="rows")
 
 
 class ContactCreateInputSerializer(serializers.Serializer):
@@ -94,34 +101,33 @@ class ContactLookupInputSerializer(serializers.Serializer):
     emails = serializers.ListField(child=StrictEmailField(), min_length=1, max_length=MAX_LOOKUP_EMAILS)
 
 
-class ContactRefSerializer(serializers.Serializer):
+class ContactRefSerializer(OutputSerializer):
     id = serializers.UUIDField()
     email = serializers.CharField()
 
 
-class ContactLookupOutputSerializer(serializers.Serializer):
+class ContactLookupOutputSerializer(OutputSerializer):  # of a contacts.selectors.ContactLookup
     found = ContactRefSerializer(many=True)
-    notFound = serializers.ListField(child=serializers.CharField())
+    notFound = serializers.ListField(child=serializers.CharField(), source="not_found")
 
 
-class FieldSerializer(serializers.Serializer):
+class FieldSerializer(OutputSerializer):
     field = serializers.CharField()
-    # A plain string in the schema: a `type` enum here collides with other apps' `type` enums in spectacular.
-    type = serializers.CharField(help_text="string, number, boolean, date, object or array")
+    type = serializers.ChoiceField(choices=FIELD_TYPES)
     coverage = serializers.IntegerField()
 
 
-class FieldListSerializer(serializers.Serializer):
+class FieldListSerializer(OutputSerializer):
     fields = FieldSerializer(many=True)
     count = serializers.IntegerField()
 
 
-class FieldValueSerializer(serializers.Serializer):
+class FieldValueSerializer(OutputSerializer):
     value = serializers.JSONField()
     count = serializers.IntegerField()
 
 
-class FieldValuesSerializer(serializers.Serializer):
+class FieldValuesSerializer(OutputSerializer):
     field = serializers.CharField()
     values = FieldValueSerializer(many=True)
     count = serializers.IntegerField()
@@ -132,57 +138,63 @@ class UsageItemSerializer(OutputSerializer):
     name = serializers.CharField()
 
 
-class FieldUsedInSerializer(serializers.Serializer):
+class FieldUsedInSerializer(OutputSerializer):
     segments = UsageItemSerializer(many=True)
     campaigns = UsageItemSerializer(many=True)
     workflows = UsageItemSerializer(many=True)
     templates = UsageItemSerializer(many=True)
 
 
-class FieldUsageSerializer(serializers.Serializer):
+class FieldUsageSerializer(OutputSerializer):  # of a contacts.usage.FieldUsage
     field = serializers.CharField()
-    usedIn = FieldUsedInSerializer()
-    contactCount = serializers.IntegerField()
-    canDelete = serializers.BooleanField()
+    usedIn = FieldUsedInSerializer(source="used_in")
+    contactCount = serializers.IntegerField(source="contact_count")
+    canDelete = serializers.BooleanField(source="can_delete")
 
 
 class ImportInputSerializer(serializers.Serializer):
     file = serializers.FileField()
 
 
-class JobAcceptedSerializer(serializers.Serializer):
-    jobId = serializers.UUIDField()
+class JobAcceptedSerializer(OutputSerializer):
+    jobId = serializers.UUIDField(source="job_id")
     message = serializers.CharField()
 
 
-class JobErrorSerializer(serializers.Serializer):
+class JobErrorSerializer(serializers.Serializer):  # schema only: JobResultField writes the stored result
     row = serializers.IntegerField()
     email = serializers.CharField(allow_null=True)
     error = serializers.CharField()
     contactId = serializers.CharField(required=False)
 
 
-class JobResultSerializer(serializers.Serializer):
-    totalRows = serializers.IntegerField()
-    successCount = serializers.IntegerField()
-    createdCount = serializers.IntegerField()
-    updatedCount = serializers.IntegerField()
-    unchangedCount = serializers.IntegerField()
-    failureCount = serializers.IntegerField()
+class JobResultSerializer(serializers.Serializer):  # schema only, as JobErrorSerializer
+    # Empty (`{}`) until the job has reported, hence not required.
+    totalRows = serializers.IntegerField(required=False)
+    successCount = serializers.IntegerField(required=False)
+    createdCount = serializers.IntegerField(required=False)
+    updatedCount = serializers.IntegerField(required=False)
+    unchangedCount = serializers.IntegerField(required=False)
+    failureCount = serializers.IntegerField(required=False)
     deletedCount = serializers.IntegerField(required=False)
-    errors = JobErrorSerializer(many=True)
+    errors = JobErrorSerializer(many=True, required=False)
 
 
-class JobSerializer(serializers.Serializer):
+@extend_schema_field(JobResultSerializer)
+class JobResultField(serializers.JSONField):
+    """A job's result, written as the job stored it (its keys in the stored order)."""
+
+
+class JobSerializer(OutputSerializer):  # of an accounts.models.Job
     id = serializers.UUIDField()
     type = serializers.CharField()
-    status = serializers.ChoiceField(choices=["PENDING", "PROCESSING", "COMPLETED", "FAILED"])
+    status = serializers.ChoiceField(choices=Job.Status.choices)
     progress = serializers.IntegerField(min_value=0, max_value=100)
-    result = JobResultSerializer()
-    error = serializers.CharField(allow_null=True)
-    createdAt = IsoDateTimeField()
-    startedAt = IsoDateTimeField(allow_null=True)
-    finishedAt = IsoDateTimeField(allow_null=True)
+    result = JobResultField()
+    error = serializers.CharField(source="error_or_none", allow_null=True)
+    createdAt = IsoDateTimeField(source="created_at")
+    startedAt = IsoDateTimeField(source="started_at", allow_null=True)
+    finishedAt = IsoDateTimeField(source="finished_at", allow_null=True)
 
 
 class BulkInputSerializer(serializers.Serializer):
@@ -215,16 +227,12 @@ class EventOutputSerializer(OutputSerializer):
     name = serializers.CharField()
     contactId = serializers.UUIDField(source="contact_id")
     emailId = serializers.UUIDField(source="email_id", allow_null=True)
-    data = serializers.JSONField()
+    data = JsonObjectField()
     createdAt = IsoDateTimeField(source="created_at")
 
 
-@extend_schema_serializer(many=False)
-class EventPageSerializer(serializers.Serializer):
-    data = EventOutputSerializer(many=True)
-    cursor = serializers.CharField(allow_null=True)
-    hasMore = serializers.BooleanField()
-    total = serializers.IntegerField()
+class EventPageSerializer(CursorPageSerializer):
+    data = EventOutputSerializer(many=True, source="rows")
 
 
 class EventStatSerializer(OutputSerializer):

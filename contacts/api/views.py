@@ -5,12 +5,11 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
-from accounts.jobs import job_json
-from accounts.models import Job
+from accounts.jobs import job_get
 from config.api.authentication import PublicKeyAuthentication
 from config.api.exceptions import BareError
 from config.api.output import output
-from config.api.pagination import CursorSort, cursor_page, int_param
+from config.api.pagination import CursorSort, cursor_page, int_param, uuid_param
 from config.api.schema import ERROR_RESPONSE as ERROR
 from config.api.schema import IDEMPOTENCY_KEY, bare_or_envelope_400, count_parameter
 from config.api.validation import validate
@@ -21,8 +20,9 @@ from contacts.bulk import JOB_TYPES, contacts_bulk_start
 from contacts.imports import JOB_TYPE as IMPORT_JOB_TYPE
 from contacts.imports import contact_import_start
 from contacts.models import Contact, Event
-from contacts.usage import event_usage, field_usage
+from contacts.usage import event_usage_summary, field_usage_summary
 from core.errors import Conflict, NotFound, ValidationFailed
+from core.ids import uuid_or_none
 
 CONTACT_SORT = CursorSort({"createdAt": "created_at", "email": "email"}, default="createdAt")
 EVENT_SORT = CursorSort({"createdAt": "created_at"}, default="createdAt")
@@ -35,28 +35,8 @@ FIELD_PARAM = OpenApiParameter("field", str, OpenApiParameter.PATH, description=
 JOB_PARAM = OpenApiParameter("job_id", OpenApiTypes.UUID, OpenApiParameter.PATH)
 
 
-def contact_json(contact: Contact) -> dict:
-    return s.ContactOutputSerializer(contact).data
-
-
-def _job_for(project, job_id, types) -> Job:
-    job = Job.objects.filter(project=project, type__in=types).filter(pk=_uuid_or_none(job_id)).first()
-    if job is None:
-        raise NotFound("Job", job_id)
-    return job
-
-
-def _uuid_or_none(value):
-    import uuid
-
-    try:
-        return uuid.UUID(str(value))
-    except ValueError:
-        return None
-
-
-def _job_accepted(job: Job, message: str) -> Response:
-    return Response({"jobId": str(job.id), "message": message}, status=202)
+def _job_accepted(job, message: str) -> Response:
+    return Response(s.JobAcceptedSerializer({"job_id": job.id, "message": message}).data, status=202)
 
 
 class ContactViewSet(ProjectScopedViewSet):
@@ -78,7 +58,7 @@ class ContactViewSet(ProjectScopedViewSet):
         params = request.query_params
         subscribed = {"true": True, "false": False}.get(params.get("subscribed", "").lower())
         queryset = selectors.contact_list(project=self.project, search=params.get("search"), subscribed=subscribed)
-        return Response(cursor_page(queryset, params, sort=CONTACT_SORT, serializer=s.ContactOutputSerializer))
+        return Response(s.ContactPageSerializer(cursor_page(queryset, params, sort=CONTACT_SORT)).data)
 
     @extend_schema(
         operation_id="contacts_upsert",
@@ -101,12 +81,11 @@ class ContactViewSet(ProjectScopedViewSet):
             data=data.get("data"),
             source="api",
         )
-        body = {**contact_json(result.contact), "_meta": {"isNew": result.created, "isUpdate": not result.created}}
-        return Response(body, status=201 if result.created else 200)
+        return Response(s.ContactUpsertOutputSerializer(result).data, status=201 if result.created else 200)
 
     @extend_schema(operation_id="contacts_get", responses={200: s.ContactOutputSerializer, 404: ERROR})
     def retrieve(self, request, pk=None):
-        return Response(contact_json(self.get_object()))
+        return Response(s.ContactOutputSerializer(self.get_object()).data)
 
     @extend_schema(
         operation_id="contacts_update",
@@ -123,7 +102,7 @@ class ContactViewSet(ProjectScopedViewSet):
             subscribed=data.get("subscribed"),
             data=data.get("data", services.UNSET),
         )
-        return Response(contact_json(contact))
+        return Response(s.ContactOutputSerializer(contact).data)
 
     @extend_schema(operation_id="contacts_delete", responses={204: None, 404: ERROR})
     def destroy(self, request, pk=None):
@@ -136,19 +115,15 @@ class ContactViewSet(ProjectScopedViewSet):
         responses={200: s.ContactLookupOutputSerializer, 422: ERROR},
     )
     def lookup(self, request):
-        emails = list(dict.fromkeys(validate(s.ContactLookupInputSerializer, request.data)["emails"]))
-        found = selectors.contacts_by_email(project=self.project, emails=emails)
+        emails = validate(s.ContactLookupInputSerializer, request.data)["emails"]
         return Response(
-            {
-                "found": [{"id": str(found[e].id), "email": e} for e in emails if e in found],
-                "notFound": [e for e in emails if e not in found],
-            }
+            s.ContactLookupOutputSerializer(selectors.contacts_lookup(project=self.project, emails=emails)).data
         )
 
     @extend_schema(operation_id="contacts_fields", responses={200: s.FieldListSerializer})
     def fields(self, request):
         fields = selectors.contact_fields(project=self.project)
-        return Response({"fields": fields, "count": len(fields)})
+        return Response(s.FieldListSerializer({"fields": fields, "count": len(fields)}).data)
 
     @extend_schema(
         operation_id="contacts_field_values",
@@ -158,23 +133,13 @@ class ContactViewSet(ProjectScopedViewSet):
     def field_values(self, request, field=None):
         limit = int_param(request.query_params, "limit", default=100, maximum=200)
         values, count = selectors.contact_field_values(project=self.project, field=field, limit=limit)
-        return Response({"field": field, "values": values, "count": count})
-
-    def _field_usage(self, field: str) -> dict:
-        used_in = field_usage(project=self.project, field=field)
-        standard, _key = selectors.split_field(field)
-        return {
-            "field": field,
-            "usedIn": used_in,
-            "contactCount": selectors.contact_field_count(project=self.project, field=field),
-            "canDelete": standard is None and not any(used_in.values()),
-        }
+        return Response(s.FieldValuesSerializer({"field": field, "values": values, "count": count}).data)
 
     @extend_schema(
         operation_id="contacts_field_usage", parameters=[FIELD_PARAM], responses={200: s.FieldUsageSerializer}
     )
     def field_usage(self, request, field=None):
-        return Response(self._field_usage(field))
+        return Response(s.FieldUsageSerializer(field_usage_summary(project=self.project, field=field)).data)
 
     @extend_schema(
         operation_id="contacts_field_delete",
@@ -192,9 +157,9 @@ class ContactViewSet(ProjectScopedViewSet):
         standard, key = selectors.split_field(field)
         if standard is not None or key is None or not field.startswith("data."):
             raise ValidationFailed.field("field", "Only custom fields (data.<key>) can be deleted", "custom")
-        usage = self._field_usage(field)
-        if not usage["canDelete"]:
-            raise Conflict(f'Field "{field}" is in use and cannot be deleted', details={"usedIn": usage["usedIn"]})
+        usage = field_usage_summary(project=self.project, field=field)
+        if not usage.can_delete:
+            raise Conflict(f'Field "{field}" is in use and cannot be deleted', details={"usedIn": usage.used_in})
         services.contact_field_delete(project=self.project, key=key)
         return Response(status=204)
 
@@ -214,7 +179,7 @@ class ContactViewSet(ProjectScopedViewSet):
         operation_id="contacts_import_status", parameters=[JOB_PARAM], responses={200: s.JobSerializer, 404: ERROR}
     )
     def import_status(self, request, job_id=None):
-        return Response(job_json(_job_for(self.project, job_id, [IMPORT_JOB_TYPE])))
+        return Response(s.JobSerializer(job_get(project=self.project, job_id=job_id, types=[IMPORT_JOB_TYPE])).data)
 
     def _bulk(self, request, action: str) -> Response:
         ids = validate(s.BulkInputSerializer, request.data)["contactIds"]
@@ -249,7 +214,8 @@ class ContactViewSet(ProjectScopedViewSet):
         operation_id="contacts_bulk_status", parameters=[JOB_PARAM], responses={200: s.JobSerializer, 404: ERROR}
     )
     def bulk_status(self, request, job_id=None):
-        return Response(job_json(_job_for(self.project, job_id, list(JOB_TYPES.values()))))
+        job = job_get(project=self.project, job_id=job_id, types=JOB_TYPES.values())
+        return Response(s.JobSerializer(job).data)
 
 
 class ContactImportViewSet(ContactViewSet):
@@ -317,11 +283,9 @@ class EventViewSet(ProjectScopedViewSet):
     )
     def list(self, request):
         params = request.query_params
-        contact_id = params.get("contactId") or None
-        if contact_id is not None and _uuid_or_none(contact_id) is None:
-            raise ValidationFailed.field("contactId", "Invalid uuid", "invalid_string")
+        contact_id = uuid_param(params, "contactId")
         queryset = selectors.event_list(project=self.project, name=params.get("name"), contact_id=contact_id)
-        return Response(cursor_page(queryset, params, sort=EVENT_SORT, serializer=s.EventOutputSerializer))
+        return Response(s.EventPageSerializer(cursor_page(queryset, params, sort=EVENT_SORT)).data)
 
     @extend_schema(
         operation_id="events_of_contact",
@@ -329,12 +293,11 @@ class EventViewSet(ProjectScopedViewSet):
         responses={200: s.EventPageSerializer, 404: ERROR},
     )
     def of_contact(self, request, contact_id=None):
-        contact_uuid = _uuid_or_none(contact_id)
+        contact_uuid = uuid_or_none(contact_id)
         if contact_uuid is None or not Contact.objects.filter(project=self.project, pk=contact_uuid).exists():
             raise NotFound("Contact", contact_id)
         queryset = selectors.event_list(project=self.project, contact_id=contact_uuid)
-        page = cursor_page(queryset, request.query_params, sort=EVENT_SORT, serializer=s.EventOutputSerializer)
-        return Response(page)
+        return Response(s.EventPageSerializer(cursor_page(queryset, request.query_params, sort=EVENT_SORT)).data)
 
     @extend_schema(
         operation_id="events_stats",
@@ -350,24 +313,13 @@ class EventViewSet(ProjectScopedViewSet):
         names = selectors.event_names(project=self.project)
         return Response(s.EventNamesSerializer({"event_names": names}).data)
 
-    def _usage(self, name: str) -> dict:
-        used_in = event_usage(project=self.project, name=name)
-        total, unique = selectors.event_name_counts(project=self.project, name=name)
-        return {
-            "used_in_segments": used_in["segments"],
-            "used_in_workflows": used_in["workflows"],
-            "total_count": total,
-            "unique_contacts": unique,
-            "can_delete": not any(used_in.values()),
-        }
-
     @extend_schema(
         operation_id="events_name_usage",
         parameters=[OpenApiParameter("event_name", str, OpenApiParameter.PATH)],
         responses={200: s.EventUsageSerializer},
     )
     def usage(self, request, event_name=None):
-        return Response(s.EventUsageSerializer(self._usage(event_name)).data)
+        return Response(s.EventUsageSerializer(event_usage_summary(project=self.project, name=event_name)).data)
 
     @extend_schema(
         operation_id="events_delete_by_name",
@@ -375,11 +327,11 @@ class EventViewSet(ProjectScopedViewSet):
         responses={200: s.DeletedCountSerializer, 409: ERROR},
     )
     def delete_by_name(self, request, event_name=None):
-        usage = self._usage(event_name)
-        if not usage["can_delete"]:
+        usage = event_usage_summary(project=self.project, name=event_name)
+        if not usage.can_delete:
             raise Conflict(
                 f'Event "{event_name}" is in use and cannot be deleted',
-                details={"usedInSegments": usage["used_in_segments"], "usedInWorkflows": usage["used_in_workflows"]},
+                details={"usedInSegments": usage.used_in_segments, "usedInWorkflows": usage.used_in_workflows},
             )
         deleted = services.events_delete_by_name(project=self.project, name=event_name)
         return Response(s.DeletedCountSerializer({"deleted_count": deleted}).data)

@@ -3,6 +3,7 @@ import uuid
 import pytest
 
 from accounts.models import Job
+from config.tests.openapi import assert_documented
 from contacts.models import Contact, Event
 from contacts.tests.conftest import error_of, subscription_events
 
@@ -91,3 +92,14 @@ def test_bulk_of_1000_is_accepted(bulk):
 def test_bulk_job_of_another_project_is_404(bulk, make_contact, other_client):
     job = bulk("subscribe", [make_contact().id])
     assert error_of(other_client.get(f"/contacts/bulk/{job['id']}"))["code"] == "JOB_NOT_FOUND"
+
+
+def test_a_job_no_worker_has_taken_yet_answers_as_documented(secret_client, make_contact):
+    # Queued without running what the commit would start: the job waits for a worker.
+    response = secret_client.post("/contacts/bulk-subscribe", {"contactIds": [str(make_contact().id)]}, format="json")
+    path = f"/contacts/bulk/{response.json()['jobId']}"
+    status = secret_client.get(path)
+    body = status.json()
+    assert body["status"] == "PENDING" and body["progress"] == 0
+    assert (body["result"], body["error"], body["startedAt"], body["finishedAt"]) == ({}, None, None, None)
+    assert_documented(status, method="GET", path=path, template="/contacts/bulk/{job_id}")

@@ -4,7 +4,9 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.api.fields import IsoDateTimeField
+from config.api.serializers import OutputSerializer
 from domains import records
+from domains.models import Domain
 
 
 class DomainCreateInputSerializer(serializers.Serializer):
@@ -12,7 +14,7 @@ class DomainCreateInputSerializer(serializers.Serializer):
     projectId = serializers.CharField(required=False, allow_null=True)
 
 
-class DomainRecordOutputSerializer(serializers.Serializer):
+class DomainRecordOutputSerializer(OutputSerializer):  # of a domains.records.records_json item
     type = serializers.CharField()
     name = serializers.CharField()
     value = serializers.CharField()
@@ -25,7 +27,7 @@ class DomainRecordOutputSerializer(serializers.Serializer):
 class DomainOutputSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     domain = serializers.CharField(source="name")
-    status = serializers.CharField()
+    status = serializers.ChoiceField(choices=Domain.Status.choices)
     verified = serializers.BooleanField(source="is_verified")
     records = serializers.SerializerMethodField()
     dkimSelector = serializers.CharField(source="dkim_selector")

@@ -1,17 +1,17 @@
 """Templates and POST /v1/send: parse, call one service or selector, serialize."""
 
-from django.db.models import Q
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
 from config.api.exceptions import BareError
-from config.api.pagination import choice_param, numbered_page_envelope, offset_page
+from config.api.pagination import choice_param, offset_page
+from config.api.schema import ERROR_RESPONSE as ERROR
 from config.api.schema import bare_or_envelope_400, count_parameter
 from config.api.validation import validate
 from config.api.views import ProjectScopedViewSet
 from core.errors import ValidationFailed
+from messaging.content import selectors, services
 from messaging.content import serializers as s
-from messaging.content import services
 from messaging.content.usage import template_usage_summary
 from messaging.models import EmailType, Template
 
@@ -36,23 +36,17 @@ class TemplateViewSet(ProjectScopedViewSet):
     )
     def list(self, request):
         params = request.query_params
-        queryset = self.get_queryset()
         kind = params.get("type")
-        if kind:
-            if kind not in EmailType.values:
-                raise ValidationFailed.field(
-                    "type", f"Expected one of {', '.join(EmailType.values)}", "invalid_enum_value", received=kind
-                )
-            queryset = queryset.filter(type=kind)
-        search = (params.get("search") or "").strip()
-        if search:
-            queryset = queryset.filter(
-                Q(name__icontains=search) | Q(description__icontains=search) | Q(subject__icontains=search)
+        if kind and kind not in EmailType.values:
+            raise ValidationFailed.field(
+                "type", f"Expected one of {', '.join(EmailType.values)}", "invalid_enum_value", received=kind
             )
+        search = (params.get("search") or "").strip()
+        queryset = selectors.template_list(project=self.project, email_type=kind, search=search)
         field = TEMPLATE_SORT[choice_param(params, "sort", TEMPLATE_SORT, "createdAt")]
         prefix = "" if choice_param(params, "dir", ("asc", "desc"), "desc") == "asc" else "-"
         page = offset_page(queryset.order_by(f"{prefix}{field}", f"{prefix}id"), params)
-        return Response(numbered_page_envelope(page, s.TemplateOutputSerializer))
+        return Response(s.TemplatePageSerializer(page).data)
 
     @extend_schema(
         summary="Create a template",
@@ -80,7 +74,9 @@ class TemplateViewSet(ProjectScopedViewSet):
         template = services.template_update(template=template, **values)
         return Response(s.TemplateOutputSerializer(template).data)
 
-    @extend_schema(summary="Delete a template (409 while a campaign or workflow uses it)", responses={204: None})
+    @extend_schema(
+        summary="Delete a template (409 while a campaign or workflow uses it)", responses={204: None, 409: ERROR}
+    )
     def destroy(self, request, pk=None):
         services.template_delete(template=self.get_object())
         return Response(status=204)

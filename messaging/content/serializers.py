@@ -1,9 +1,9 @@
 """Input and output serializers of the templates endpoints, with explicit camelCase names."""
 
-from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from config.api.fields import IsoDateTimeField
+from config.api.pagination import NumberedPageSerializer
 from config.api.serializers import OutputSerializer
 from messaging.models import EmailType
 from messaging.sending.mime import header_safe
@@ -73,18 +73,26 @@ class TemplateOutputSerializer(OutputSerializer):
         return fields
 
 
-@extend_schema_serializer(many=False)  # the page envelope itself, not a list of them
-class TemplatePageSerializer(serializers.Serializer):
-    data = TemplateOutputSerializer(many=True)
-    total = serializers.IntegerField()
-    page = serializers.IntegerField()
-    pageSize = serializers.IntegerField()
-    totalPages = serializers.IntegerField()
+class TemplatePageSerializer(NumberedPageSerializer):
+    data = TemplateOutputSerializer(many=True, source="rows")
 
 
-class TemplateUsageSerializer(OutputSerializer):
-    campaigns = serializers.ListField(child=serializers.DictField())
-    workflowSteps = serializers.ListField(child=serializers.DictField(), source="workflow_steps")
+class CampaignUsageSerializer(OutputSerializer):
+    id = serializers.CharField()
+    name = serializers.CharField()
+    status = serializers.CharField()
+
+
+class WorkflowStepUsageSerializer(OutputSerializer):
+    workflowId = serializers.CharField()
+    workflowName = serializers.CharField()
+    stepId = serializers.CharField()
+
+
+class TemplateUsageSerializer(OutputSerializer):  # of a messaging.content.usage.TemplateUsage
+    # The items are the usage finders' (messaging.content.usage), in the shapes their hook documents.
+    campaigns = CampaignUsageSerializer(many=True)
+    workflowSteps = WorkflowStepUsageSerializer(many=True, source="workflow_steps")
     emailsSent = serializers.IntegerField(source="emails_sent")
 
 

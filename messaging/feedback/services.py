@@ -16,7 +16,6 @@ anywhere rolls every change back and the provider, seeing a 5xx, delivers the no
 """
 
 import logging
-import uuid
 from datetime import timedelta
 
 from django.conf import settings
@@ -25,6 +24,7 @@ from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
 from contacts.services import contact_subscription_set, events_record_bulk, normalize_email
+from core.ids import uuid_or_none
 from core.time import iso
 from messaging.engagement.services import email_click_record, email_open_record
 from messaging.feedback.events import BOUNCED, CLICKED, COMPLAINED, DELIVERED, HARD, OPENED, FeedbackEvent
@@ -55,17 +55,10 @@ def _receipt_claim(event: FeedbackEvent) -> WebhookReceipt | None:
         return None
 
 
-def _uuid(value: str) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(value)
-    except (ValueError, AttributeError, TypeError):
-        return None
-
-
 def email_for_feedback(*, event: FeedbackEvent) -> Email | None:
     emails = Email.objects.select_related("project", "contact__project")
     if event.email_id:
-        email_id = _uuid(event.email_id)
+        email_id = uuid_or_none(event.email_id)
         return emails.filter(pk=email_id).first() if email_id else None
     bare = event.message_id.strip().strip("<>")
     if not bare:
@@ -77,7 +70,7 @@ def email_for_feedback(*, event: FeedbackEvent) -> Email | None:
     if found is not None:
         return found
     # Our own Message-ID (SMTP relays and self-run MTAs report it) is <email id@sender domain>.
-    email_id = _uuid(bare.split("@", 1)[0])
+    email_id = uuid_or_none(bare.split("@", 1)[0])
     return emails.filter(pk=email_id, message_id=f"<{bare}>").first() if email_id else None
 
 

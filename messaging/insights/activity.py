@@ -25,7 +25,7 @@ from messaging.insights.registry import (
 )
 from messaging.models import EmailStatsHour
 
-# decisions.md, in the order `/activity/types` lists them.
+# The activity types of docs/api/activity.md, in the order `/activity/types` lists them.
 ACTIVITY_TYPES = (
     "email.sent",
     "email.delivered",

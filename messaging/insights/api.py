@@ -1,6 +1,5 @@
 """Activity and analytics endpoints: parse the query, call one read of `messaging.insights`, serialize it."""
 
-import uuid
 from datetime import datetime, timedelta
 
 from django.utils import timezone
@@ -8,7 +7,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
-from config.api.pagination import cursor_page_envelope, int_param
+from config.api.pagination import int_param, uuid_param
 from config.api.schema import ERROR_RESPONSE as ERROR
 from config.api.schema import count_parameter
 from config.api.views import ApiView
@@ -53,16 +52,6 @@ def _range(params, *, default_days: int | None) -> tuple[datetime | None, dateti
     return start, end
 
 
-def _uuid_param(params, name: str) -> uuid.UUID | None:
-    raw = params.get(name) or None
-    if raw is None:
-        return None
-    try:
-        return uuid.UUID(raw)
-    except ValueError:
-        raise ValidationFailed.field(name, "Invalid uuid", "invalid_string") from None
-
-
 def _types_param(params) -> frozenset[str] | None:
     raw = params.get("types")
     if not raw:
@@ -104,8 +93,8 @@ class ActivityListView(ApiView):
         start, end = _range(params, default_days=None)
         filters = ActivityFilters(
             types=_types_param(params),
-            contact_id=_uuid_param(params, "contactId"),
-            email_id=_uuid_param(params, "emailId"),
+            contact_id=uuid_param(params, "contactId"),
+            email_id=uuid_param(params, "emailId"),
             start=start,
             end=end,
         )
@@ -113,7 +102,7 @@ class ActivityListView(ApiView):
         page = activity.activity_feed(
             project=request.auth.project, filters=filters, limit=limit, cursor=params.get("cursor") or None
         )
-        return Response(cursor_page_envelope(page, s.ActivityItemSerializer))
+        return Response(s.ActivityPageSerializer(page).data)
 
 
 class ActivityStatsView(ApiView):

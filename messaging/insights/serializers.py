@@ -1,17 +1,12 @@
 """Output serializers of the activity and analytics endpoints, with explicit camelCase names: each writes the
 records that `messaging.insights.activity` and `messaging.insights.analytics` return, and is their schema."""
 
-from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from config.api.fields import IsoDateTimeField
+from config.api.fields import IsoDateTimeField, JsonObjectField
+from config.api.pagination import CursorPageSerializer
 from config.api.serializers import OutputSerializer
 from messaging.insights.activity import ACTIVITY_TYPES
-
-
-@extend_schema_field({"type": "object", "additionalProperties": {}})
-class MetadataField(serializers.JSONField):
-    """An item's metadata object, written as its source made it (a DictField would copy it on every row)."""
 
 
 class ActivityItemSerializer(OutputSerializer):
@@ -21,14 +16,11 @@ class ActivityItemSerializer(OutputSerializer):
     contactId = serializers.UUIDField(source="contact_id", allow_null=True)
     contactEmail = serializers.CharField(source="contact_email", allow_null=True)
     emailId = serializers.UUIDField(source="email_id", allow_null=True)
-    metadata = MetadataField()
+    metadata = JsonObjectField()
 
 
-class ActivityPageSerializer(serializers.Serializer):
-    data = ActivityItemSerializer(many=True)
-    cursor = serializers.CharField(allow_null=True)
-    hasMore = serializers.BooleanField()
-    total = serializers.IntegerField()
+class ActivityPageSerializer(CursorPageSerializer):
+    data = ActivityItemSerializer(many=True, source="rows")
 
 
 class ActivityStatsSerializer(OutputSerializer):

@@ -204,7 +204,7 @@ def build_message(email: Email, domain: Domain) -> PreparedMessage:
 
 
 class _Lease:
-    """A worker's hold on the rows it claimed (decisions.md: leases are renewed while a worker sends).
+    """A worker's hold on the rows it claimed, renewed while it sends (docs/messaging.md).
 
     The rows' `claimed_at` is both the lease's start and the holder's token: the sweeper takes rows whose
     `claimed_at` is older than DELIVERY_LEASE_SECONDS, and every renewal and mark of the holder requires its own
@@ -311,7 +311,7 @@ def _defer(emails: list[Email], wait: float, report: DeliveryReport) -> None:
 
 
 def email_event_data(email: Email, **extra) -> dict:
-    """The payload every `email.*` event carries (decisions.md), plus the fields of its kind."""
+    """The payload every `email.*` event carries (docs/messaging.md), plus the fields of its kind."""
     return {
         "emailId": str(email.id),
         "messageId": email.message_id,

@@ -3,8 +3,8 @@
 A project over its rate is not refused: its remaining messages wait in the queue until tokens are back (without
 using their delivery attempts), while other projects' messages go on. With
 Redis the bucket is one Lua script (atomic across workers); other caches use a best-effort read-modify-write.
-A cache that cannot be reached lets messages go (logged), as the API rate limit lets requests through
-(decisions.md): an outage of the cache must neither hold mail nor use up its delivery attempts.
+A cache that cannot be reached lets messages go (logged), as the API rate limit lets requests through:
+an outage of the cache must neither hold mail nor use up its delivery attempts.
 """
 
 import logging

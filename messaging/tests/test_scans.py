@@ -1,4 +1,4 @@
-"""Every scan of a body or template is linear in its size (decisions.md), and gives what the patterns it replaced
+"""Every scan of a body or template is linear in its size (docs/security.md), and gives what the patterns it replaced
 gave: hostile inputs of hundreds of kilobytes answer within a second, and generated inputs are compared with the
 old patterns (kept here as the reference) and with python-liquid's own lexers."""
 

@@ -200,7 +200,7 @@ ATTACHMENT = {"filename": "a.txt", "content": B64(b"x").decode(), "contentType":
         ({"headers": {"X-Long": "v" * 999}}, 422, "headers.X-Long"),
         ({"headers": {"X-Inject": "a\r\nBcc: evil@x.test"}}, 422, "headers.X-Inject"),
         ({"headers": {"X-Nul": "a\x00b"}}, 422, "headers.X-Nul"),
-        # No CR, LF or NUL in any display name (decisions.md): each would end the From or To line early.
+        # No CR, LF or NUL in any display name: each would end the From or To line early.
         ({"name": "Support\r\nBcc: evil@x.test"}, 422, "name"),
         ({"name": "Support\nBcc: evil@x.test"}, 422, "name"),
         ({"name": "Support\x00"}, 422, "name"),

@@ -1,5 +1,6 @@
 import pytest
 
+from config.tests.openapi import assert_documented
 from messaging.content.usage import register_template_usage, unregister_template_usage
 from messaging.models import Template
 
@@ -156,20 +157,28 @@ def test_usage_and_delete_conflict_while_used(secret_client):
     def finder(found):
         return [{"id": "c1", "name": "Spring sale", "status": "DRAFT"}] if str(found.id) == template["id"] else []
 
+    def step_finder(found):
+        return [{"workflowId": "w1", "workflowName": "Onboarding", "stepId": "s1"}]
+
     register_template_usage("campaigns", finder)
+    register_template_usage("workflowSteps", step_finder)
     try:
-        usage = secret_client.get(f"/templates/{template['id']}/usage").json()
-        assert usage == {
+        path = f"/templates/{template['id']}/usage"
+        response = secret_client.get(path)
+        assert response.json() == {
             "campaigns": [{"id": "c1", "name": "Spring sale", "status": "DRAFT"}],
-            "workflowSteps": [],
+            "workflowSteps": [{"workflowId": "w1", "workflowName": "Onboarding", "stepId": "s1"}],
             "emailsSent": 0,
         }
+        assert_documented(response, method="GET", path=path, template="/templates/{id}/usage")
         response = secret_client.delete(f"/templates/{template['id']}")
         assert response.status_code == 409
+        assert_documented(response, method="DELETE", path=f"/templates/{template['id']}", template="/templates/{id}")
         assert "Spring sale" in response.json()["error"]["message"]
         assert Template.objects.filter(id=template["id"]).exists()
     finally:
         unregister_template_usage("campaigns", finder)
+        unregister_template_usage("workflowSteps", step_finder)
 
 
 def test_another_project_cannot_see_or_touch_a_template(secret_client, other_client):

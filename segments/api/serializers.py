@@ -1,23 +1,23 @@
 """Input and output serializers of the segments endpoints, with explicit camelCase names."""
 
-from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from config.api.fields import IsoDateTimeField, StrictBooleanField, StrictCharField, StrictEmailField
+from config.api.pagination import NumberedPageSerializer
+from config.api.serializers import OutputSerializer
 from contacts.api.serializers import ContactOutputSerializer
-from segments.models import Segment, SegmentType
+from segments.models import SegmentType
 
 
-@extend_schema_field({"type": "string", "pattern": "^(DYNAMIC|STATIC)$", "description": "`DYNAMIC` or `STATIC`"})
 class SegmentTypeField(serializers.ChoiceField):
-    """Described by a pattern, not an enum: spectacular would name the enum after the field, colliding with the
-    templates' `type` enum (a `SegmentTypeEnum` entry in ENUM_NAME_OVERRIDES, in config/, would allow an enum)."""
+    """`DYNAMIC` or `STATIC`: the schema's `SegmentTypeEnum` (named in ENUM_NAME_OVERRIDES, since other enums are
+    named after a `type` field too)."""
 
     def __init__(self, **kwargs):
         super().__init__(choices=SegmentType.choices, **kwargs)
 
 
-class SegmentOutputSerializer(serializers.Serializer):
+class SegmentOutputSerializer(OutputSerializer):
     id = serializers.UUIDField()
     name = serializers.CharField()
     description = serializers.CharField()
@@ -28,10 +28,6 @@ class SegmentOutputSerializer(serializers.Serializer):
     projectId = serializers.UUIDField(source="project_id")
     createdAt = IsoDateTimeField(source="created_at")
     updatedAt = IsoDateTimeField(source="updated_at")
-
-
-def segment_json(segment: Segment) -> dict:
-    return SegmentOutputSerializer(segment).data
 
 
 class SegmentCreateInputSerializer(serializers.Serializer):
@@ -50,17 +46,12 @@ class SegmentUpdateInputSerializer(serializers.Serializer):
     trackMembership = StrictBooleanField(required=False)
 
 
-@extend_schema_serializer(many=False)  # the page envelope itself, not a list of them
-class SegmentMembersPageSerializer(serializers.Serializer):
-    data = ContactOutputSerializer(many=True)
-    total = serializers.IntegerField()
-    page = serializers.IntegerField()
-    pageSize = serializers.IntegerField()
-    totalPages = serializers.IntegerField()
+class SegmentMembersPageSerializer(NumberedPageSerializer):
+    data = ContactOutputSerializer(many=True, source="rows")
 
 
-class SegmentRefreshOutputSerializer(serializers.Serializer):
-    memberCount = serializers.IntegerField()
+class SegmentRefreshOutputSerializer(OutputSerializer):  # of a Segment
+    memberCount = serializers.IntegerField(source="member_count")
 
 
 MAX_MEMBER_EMAILS = 500
@@ -72,21 +63,21 @@ class MembersAddInputSerializer(serializers.Serializer):
     subscribed = StrictBooleanField(required=False, allow_null=True, default=None)
 
 
-class MembersAddOutputSerializer(serializers.Serializer):
+class MembersAddOutputSerializer(OutputSerializer):  # of a segments.services.MembersAdded
     added = serializers.IntegerField()
     created = serializers.IntegerField()
-    notFound = serializers.ListField(child=serializers.CharField())
+    notFound = serializers.ListField(child=serializers.CharField(), source="not_found")
 
 
 class MembersRemoveInputSerializer(serializers.Serializer):
     emails = serializers.ListField(child=StrictEmailField(), min_length=1, max_length=MAX_MEMBER_EMAILS)
 
 
-class MembersRemoveOutputSerializer(serializers.Serializer):
+class MembersRemoveOutputSerializer(OutputSerializer):
     removed = serializers.IntegerField()
 
 
-class ComputeOutputSerializer(serializers.Serializer):
+class ComputeOutputSerializer(OutputSerializer):  # of a segments.services.ComputeResult
     added = serializers.IntegerField()
     removed = serializers.IntegerField()
     total = serializers.IntegerField()

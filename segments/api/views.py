@@ -4,12 +4,11 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
 from config.api.exceptions import BareError
-from config.api.pagination import int_param, numbered_page_envelope
+from config.api.pagination import int_param
 from config.api.schema import ERROR_RESPONSE as ERROR
 from config.api.schema import bare_or_envelope_400, count_parameter
 from config.api.validation import validate
 from config.api.views import ProjectScopedViewSet
-from contacts.api.serializers import ContactOutputSerializer
 from segments import selectors, services
 from segments.api import serializers as s
 from segments.models import Segment, SegmentType
@@ -25,7 +24,7 @@ class SegmentViewSet(ProjectScopedViewSet):
 
     @extend_schema(operation_id="segments_list", responses={200: s.SegmentOutputSerializer(many=True)})
     def list(self, request):
-        return Response([s.segment_json(segment) for segment in selectors.segment_list(project=self.project)])
+        return Response(s.SegmentOutputSerializer(selectors.segment_list(project=self.project), many=True).data)
 
     @extend_schema(
         operation_id="segments_create",
@@ -45,11 +44,11 @@ class SegmentViewSet(ProjectScopedViewSet):
             condition=data.get("condition"),
             track_membership=data["trackMembership"],
         )
-        return Response(s.segment_json(segment), status=201)
+        return Response(s.SegmentOutputSerializer(segment).data, status=201)
 
     @extend_schema(operation_id="segments_get", responses={200: s.SegmentOutputSerializer, 404: ERROR})
     def retrieve(self, request, pk=None):
-        return Response(s.segment_json(self.get_object()))
+        return Response(s.SegmentOutputSerializer(self.get_object()).data)
 
     @extend_schema(
         operation_id="segments_update",
@@ -66,7 +65,7 @@ class SegmentViewSet(ProjectScopedViewSet):
             condition=data.get("condition", services.UNSET),
             track_membership=data.get("trackMembership", services.UNSET),
         )
-        return Response(s.segment_json(segment))
+        return Response(s.SegmentOutputSerializer(segment).data)
 
     @extend_schema(operation_id="segments_delete", responses={204: None, 404: ERROR, 409: ERROR})
     def destroy(self, request, pk=None):
@@ -88,14 +87,14 @@ class SegmentViewSet(ProjectScopedViewSet):
             page=int_param(params, "page", default=1),
             page_size=int_param(params, "pageSize", default=20, maximum=100),
         )
-        return Response(numbered_page_envelope(page, ContactOutputSerializer))
+        return Response(s.SegmentMembersPageSerializer(page).data)
 
     @extend_schema(
         operation_id="segments_refresh", request=None, responses={200: s.SegmentRefreshOutputSerializer, 404: ERROR}
     )
     def refresh(self, request, pk=None):
         segment = services.segment_refresh(segment=self.get_object())
-        return Response({"memberCount": segment.member_count})
+        return Response(s.SegmentRefreshOutputSerializer(segment).data)
 
     @extend_schema(
         operation_id="segments_members_add",
@@ -108,7 +107,7 @@ class SegmentViewSet(ProjectScopedViewSet):
         result = services.segment_members_add(
             segment=segment, emails=data["emails"], create_missing=data["createMissing"], subscribed=data["subscribed"]
         )
-        return Response({"added": result.added, "created": result.created, "notFound": result.not_found})
+        return Response(s.MembersAddOutputSerializer(result).data)
 
     @extend_schema(
         operation_id="segments_members_remove",
@@ -118,7 +117,8 @@ class SegmentViewSet(ProjectScopedViewSet):
     def members_remove(self, request, pk=None):
         segment = self.get_object()
         data = validate(s.MembersRemoveInputSerializer, request.data)
-        return Response({"removed": services.segment_members_remove(segment=segment, emails=data["emails"])})
+        removed = services.segment_members_remove(segment=segment, emails=data["emails"])
+        return Response(s.MembersRemoveOutputSerializer({"removed": removed}).data)
 
     @extend_schema(
         operation_id="segments_compute",
@@ -127,4 +127,4 @@ class SegmentViewSet(ProjectScopedViewSet):
     )
     def compute(self, request, pk=None):
         result = services.segment_compute(segment=self.get_object())
-        return Response({"added": result.added, "removed": result.removed, "total": result.total})
+        return Response(s.ComputeOutputSerializer(result).data)
