@@ -1,4 +1,4 @@
-"""A contact's data is capped at 256 KB in all (decisions.md), whichever path merges into it; one request's data at
+"""A contact's data is capped at 256 KB in all (docs/api/contacts.md), whichever path merges into it; one request's data at
 64 KB. A write past the cap is refused at `data` and changes nothing; a write that removes keys always goes through."""
 
 import pytest

@@ -225,7 +225,7 @@ ATTACHMENT = {"filename": "a.txt", "content": B64(b"x").decode(), "contentType":
         ({"from": None}, 422, "from"),
         ({"data": []}, 422, "data"),
         ({"subscribed": "yes"}, 422, "subscribed"),
-        # Inline content past a rendering limit is refused, not sent as its source (decisions.md).
+        # Inline content past a rendering limit is refused, not sent as its source (docs/api/templates.md).
         ({"body": "{% for i in (1..20000) %}x{% endfor %}"}, 422, "body"),
         ({"subject": "{% for i in (1..20000) %}x{% endfor %}"}, 422, "subject"),
         ({"body": DOUBLING}, 422, "body"),

@@ -1,5 +1,5 @@
 """When the engine calls a webhook again: after about 1, 5 and 25 seconds, every attempt starting within a minute
-of the first (decisions.md), and only for results worth it (network errors, timeouts, 5xx)."""
+of the first (docs/workflows.md), and only for results worth it (network errors, timeouts, 5xx)."""
 
 from workflows.webhooks.client import WebhookResult
 
