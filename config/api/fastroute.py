@@ -9,10 +9,14 @@ headers its answer gets from DRF and from Django's configured middleware, found 
 view through that middleware (`_middleware_headers`) rather than listed here. A view the route cannot take apart
 that way (another validation hook, permission, parser or throttle) is refused with ImproperlyConfigured.
 
-A route answers only a request that succeeds. Anything else goes on to Django unchanged, with nothing written, and
-the view answers it with the documented envelope; a request already counted by the rate limit is not counted again
-there:
-- no or a wrong key, a disabled project, a body that is not valid, a service error, an exceeded limit;
+A route answers a request that succeeds, and one whose handler failed after it may have written (500 with the
+envelope: the view would write it a second time). Anything else goes on to Django unchanged, with nothing written,
+and the view answers it with the documented envelope; a request already counted by the rate limit is not counted
+again there:
+- no or a wrong key, a disabled project, a body that is not valid, an exceeded limit, any failure before the
+  handler is called (the cache or the database unreachable);
+- a service error (`core.errors.ServiceError`): a service raises it before it writes, or inside the transaction it
+  rolls back;
 - what Django's middleware answers itself: a `Host` that `ALLOWED_HOSTS` refuses (400), a request that
   `SECURE_SSL_REDIRECT` (or any other middleware) redirects or answers, a disallowed user agent;
 - what the view reads beyond the body and the key: an `Idempotency-Key`, an `Accept` its content negotiation
@@ -48,6 +52,7 @@ from rest_framework.serializers import Serializer
 from accounts.keys import PREFIXES, KeyKind
 from accounts.selectors import api_key_lookup
 from config.api.authentication import ApiKeyAuthentication, bearer_token
+from config.api.exceptions import unexpected_error_envelope
 from config.api.middleware import request_id_for, reset_request_id, set_request_id
 from config.api.parsers import JsonObjectParser
 from config.api.permissions import HasProject
@@ -62,6 +67,7 @@ logger = logging.getLogger(__name__)
 # Headers whose value is the request's own, set for each answer.
 _PER_REQUEST = frozenset(["content-length", "x-request-id"])
 _ACCEPT_MEMORY = 256  # distinct Accept values whose negotiation is remembered per route
+_STATUS_LINES = {200: "200 OK", 500: "500 Internal Server Error"}
 
 
 @dataclass(frozen=True)
@@ -292,7 +298,9 @@ def _body(environ) -> bytes | None:
     return environ["wsgi.input"].read(length)
 
 
-def _answer(route: FastRoute, environ, body: bytes) -> tuple[list, bytes] | None:
+def _answer(route: FastRoute, environ, body: bytes) -> tuple[int, list, bytes] | None:
+    """(status, rate-limit headers, body) of the answer, or None for Django to answer; an exception means nothing was
+    written."""
     token = _token(environ, route.key_kind)
     if token is None or not environ.get("CONTENT_TYPE", "").startswith("application/json"):
         return None
@@ -317,12 +325,18 @@ def _answer(route: FastRoute, environ, body: bytes) -> tuple[list, bytes] | None
     limit = environ[COUNTED_ENVIRON_KEY]
     if limit is not None and limit.exceeded:
         return None
+    rate_limit = list(limit.headers().items()) if limit is not None else []
     try:
         with transaction.atomic() if route.atomic else contextlib.nullcontext():
             data = route.handle(match.project, values, payload)
+        return 200, rate_limit, route.renderer.render(data)
     except ServiceError:
-        return None  # the view answers it with its envelope
-    return (list(limit.headers().items()) if limit is not None else []), route.renderer.render(data)
+        return None  # nothing was written: the view answers it with its envelope
+    except Exception:
+        # The handler may have written (in autocommit, or committed before the failure): the view must not run it
+        # again. The view's answer to an unexpected error, as its exception handler gives it.
+        logger.exception("Unhandled error in %s", type(route.view).__name__)
+        return 500, rate_limit, route.renderer.render(unexpected_error_envelope())
 
 
 def _plain(route: FastRoute, environ) -> bool:
@@ -360,9 +374,7 @@ def with_fast_routes(application, routes: list[FastRoute]):
         try:
             answer = _answer(route, environ, body)
         except Exception:
-            # The view answers the error as it would have. Nothing was written by an error before or inside the
-            # service (atomic on its own, or in the route's transaction); one raised after the service returned
-            # (building or rendering the answer) would have the view run it again.
+            # Raised before the handler was called: nothing was written, and the view answers as it would have.
             logger.warning("Fast %s failed; handing the request to the view", route.path, exc_info=True)
             answer = None
         finally:
@@ -373,9 +385,9 @@ def with_fast_routes(application, routes: list[FastRoute]):
             environ["wsgi.input"] = io.BytesIO(body)
             environ["HTTP_X_REQUEST_ID"] = request_id
             return application(environ, start_response)
-        rate_limit, content = answer
+        status, rate_limit, content = answer
         start_response(
-            "200 OK",
+            _STATUS_LINES[status],
             [*headers, *rate_limit, ("Content-Length", str(len(content))), ("X-Request-Id", request_id)],
         )
         return [content]
