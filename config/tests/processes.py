@@ -18,7 +18,7 @@ import redis
 from django.conf import settings
 from django.db import connection
 
-ROOT = Path(settings.BASE_DIR)
+ROOT = Path(__file__).resolve().parents[2]  # not read from the settings: bench scripts import this before them
 BIN = Path(sys.executable).parent
 
 
@@ -145,6 +145,15 @@ def redis_server():
     finally:
         if server.process.poll() is None:
             server.stop()
+
+
+def children(pid: int) -> list[int]:
+    """The child processes of `pid` (a Celery worker's pool, gunicorn's workers)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as handle:
+            return [int(child) for child in handle.read().split()]
+    except FileNotFoundError:
+        return []
 
 
 def _responds(base: str) -> bool:
