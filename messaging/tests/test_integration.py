@@ -83,4 +83,3 @@ def test_killing_the_worker_mid_batch_neither_loses_nor_repeats_a_message(secret
             what="every email sent after recovery",
         )
     assert sorted(r.rcpt_tos[0] for r in sink.received) == recipients
-
