@@ -14,11 +14,11 @@ import uuid
 
 from django.conf import settings
 from django.core.cache import caches
-from django.db import transaction
 from redis.commands.core import Script
 
 from accounts.models import Project
 from core.cache import redis_client
+from core.commit import after_commit
 from core.ratelimit import Window, project_scope
 
 # What a request reads of its project on hot paths (/v1/send reads the tracking mode); any change to this list
@@ -126,4 +126,4 @@ def forget(*digests: str) -> None:
             return
 
     mark()
-    transaction.on_commit(mark)
+    after_commit(mark, what="mark cached API keys stale (they expire on their own)")

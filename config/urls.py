@@ -1,9 +1,10 @@
 from django.contrib import admin
+from django.http import JsonResponse
 from django.urls import include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from config.api.exceptions import error_json_response, route_not_found_response
+from config.api.exceptions import error_json_response, route_not_found_response, unexpected_error_envelope
 from config.views import ConfigView, HealthView
 from core.errors import ErrorCode
 
@@ -42,7 +43,7 @@ def handler404(request, exception=None):
 
 
 def handler500(request):
-    return error_json_response(500, ErrorCode.INTERNAL_SERVER_ERROR, "An unexpected error occurred")
+    return JsonResponse(unexpected_error_envelope(), status=500)
 
 
 def handler400(request, exception=None):

@@ -10,6 +10,7 @@ from accounts.jobs import job_create, job_run
 from accounts.models import Job, Project
 from contacts.models import Contact
 from contacts.services import contacts_delete_bulk, contacts_subscription_bulk_set
+from core.commit import after_commit
 
 JOB_TYPES = {"subscribe": "BULK_SUBSCRIBE", "unsubscribe": "BULK_UNSUBSCRIBE", "delete": "BULK_DELETE"}
 
@@ -19,7 +20,10 @@ def contacts_bulk_start(*, project: Project, action: str, contact_ids: list) -> 
 
     unique = list(dict.fromkeys(str(contact_id) for contact_id in contact_ids))
     job = job_create(project=project, type=JOB_TYPES[action], params={"contactIds": unique})
-    transaction.on_commit(lambda: contacts_bulk_task.delay(str(job.id)))
+    after_commit(
+        lambda: contacts_bulk_task.delay(str(job.id)),
+        what=f"publish job {job.id} (the stalled-jobs sweeper publishes it)",
+    )
     return job
 
 

@@ -27,6 +27,7 @@ from accounts.models import Job, Project
 from contacts.data_rules import MAX_DATA_BYTES, data_rules, data_size
 from contacts.models import Contact, ImportUpload
 from contacts.services import contacts_subscription_bulk_set, normalize_email
+from core.commit import after_commit
 from core.errors import ErrorCode, ServiceError, ValidationFailed
 
 JOB_TYPE = "CONTACT_IMPORT"
@@ -114,7 +115,10 @@ def contact_import_start(*, project: Project, upload) -> Job:
     inspect_csv(content)
     job = job_create(project=project, type=JOB_TYPE, params={"filename": upload.name[:255], "size": len(content)})
     ImportUpload.objects.create(job=job, content=content, filename=upload.name[:255])
-    transaction.on_commit(lambda: contact_import_task.delay(str(job.id)))
+    after_commit(
+        lambda: contact_import_task.delay(str(job.id)),
+        what=f"publish import job {job.id} (the stalled-jobs sweeper publishes it)",
+    )
     return job
 
 

@@ -21,6 +21,7 @@ from accounts.models import Project
 from contacts.data_rules import data_rules
 from contacts.models import Contact, Event
 from contacts.signals import contacts_changed, event_recorded, events_recorded
+from core.commit import after_commit
 from core.db import insert_prepared
 from core.errors import Conflict
 
@@ -55,19 +56,21 @@ def events_announce(*, project: Project, events: list[Event]) -> None:
         return
 
     def send() -> None:
+        # Robust: one receiver's failure (logged by Django) does not keep the others from their work.
         if event_recorded.has_listeners(Event):  # each event's contact is loaded for it unless already at hand
             for event in events:
-                event_recorded.send(sender=Event, project=project, contact=event.contact, event=event)
-        events_recorded.send(sender=Event, project=project, events=events)
+                event_recorded.send_robust(sender=Event, project=project, contact=event.contact, event=event)
+        events_recorded.send_robust(sender=Event, project=project, events=events)
 
-    transaction.on_commit(send)
+    after_commit(send, what=f"announce {len(events)} event(s) of project {project.id}")
 
 
 def contact_changed_announce(*, project_id, contact_id) -> None:
     """Fire `contacts_changed` after commit for a single contact whose email or data a write just changed."""
     if contacts_changed.has_listeners(Contact):
-        transaction.on_commit(
-            lambda: contacts_changed.send(sender=Contact, project_id=project_id, contact_ids=[contact_id])
+        after_commit(
+            lambda: contacts_changed.send_robust(sender=Contact, project_id=project_id, contact_ids=[contact_id]),
+            what=f"announce the change of contact {contact_id}",
         )
 
 

@@ -12,6 +12,10 @@ A receiver connects to one of the two, never both, or it sees every event twice.
 - `contacts_changed(sender=Contact, project, contact_ids)`: after commit, when a single-contact write (create,
   POST /contacts, PATCH, /v1/track, /v1/send) changed contacts' email or data. Subscription changes are events
   and arrive through the two signals above. CSV imports do not send it (the periodic segment compute covers them).
+
+A receiver's exception is logged and reaches neither the other receivers nor the request, whose write is already
+committed (`core.commit.after_commit`): what a receiver would have done must also be done by periodic work (the
+segment compute re-evaluates memberships; `rebuild_email_stats` recounts the stats).
 """
 
 from django.dispatch import Signal

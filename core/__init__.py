@@ -1,7 +1,7 @@
 """The shared core under every app: the error vocabulary (`errors`), timestamps (`time`), ids (`ids`), JSON type
-names (`json`), pages of rows (`pages`), the rate-limit counter and the client's address (`ratelimit`), the Redis client
-(`cache`), the prepared statements of the hottest paths (`db`) and the helpers that keep scans of user text linear
-(`scan`).
+names (`json`), pages of rows (`pages`), the rate-limit counter and the client's address (`ratelimit`), the Redis
+client (`cache`), after-commit hooks that cannot fail their request (`commit`), the prepared statements of the hottest
+paths (`db`) and the helpers that keep scans of user text linear (`scan`).
 
 It imports no app and no HTTP code; apps and `config.api` build on it.
 """

@@ -45,6 +45,14 @@ def envelope(
     return {"success": False, "error": error, "timestamp": iso_now()}
 
 
+UNEXPECTED_ERROR = "An unexpected error occurred"
+
+
+def unexpected_error_envelope() -> dict:
+    """The 500 answer's body: what failed is logged, not told."""
+    return envelope(status=500, code=ErrorCode.INTERNAL_SERVER_ERROR, message=UNEXPECTED_ERROR)
+
+
 def error_json_response(status: int, code: str, message: str) -> JsonResponse:
     """The envelope for errors raised outside DRF (unknown routes, Django's 500 handler)."""
     return JsonResponse(envelope(status=status, code=code, message=message), status=status)
@@ -121,7 +129,7 @@ def exception_handler(exc: Exception, context: dict) -> Response:
     if error is None:
         view = context.get("view")
         logger.exception("Unhandled error in %s", type(view).__name__ if view else "view", exc_info=exc)
-        error = ServiceError("An unexpected error occurred", code=ErrorCode.INTERNAL_SERVER_ERROR, status=500)
+        error = ServiceError(UNEXPECTED_ERROR, code=ErrorCode.INTERNAL_SERVER_ERROR, status=500)
     body = envelope(
         status=error.status,
         code=error.code,

@@ -6,23 +6,22 @@ cost twice the work of the request itself. A route here is its view, taken apart
 (`FastRoute.of_view`): the view's input serializer, validated field by field with its own fields; the view's
 handler (`HandlerView.handler`, the function the view calls too); its key kind and transaction; its renderer; the
 headers its answer gets from DRF and from Django's configured middleware, found by running a canned answer of the
-view through that middleware (`_middleware_headers`) rather than listed here. A view the route cannot take apart
+view through that middleware (`config.api.front`) rather than listed here. A view the route cannot take apart
 that way (another validation hook, permission, parser or throttle) is refused with ImproperlyConfigured.
 
-A route answers only a request that succeeds. Anything else goes on to Django unchanged, with nothing written, and
-the view answers it with the documented envelope; a request already counted by the rate limit is not counted again
-there:
-- no or a wrong key, a disabled project, a body that is not valid, a service error, an exceeded limit;
+A route answers a request that succeeds, and one whose handler failed after it may have written (500 with the
+envelope: the view would write it a second time). Anything else goes on to Django unchanged, with nothing written,
+and the view answers it with the documented envelope; a request already counted by the rate limit is not counted
+again there:
+- no or a wrong key, a disabled project, a body that is not valid, an exceeded limit, any failure before the
+  handler is called (the cache or the database unreachable);
+- a service error (`core.errors.ServiceError`): a service raises it before it writes, or inside the transaction it
+  rolls back;
 - what Django's middleware answers itself: a `Host` that `ALLOWED_HOSTS` refuses (400), a request that
   `SECURE_SSL_REDIRECT` (or any other middleware) redirects or answers, a disallowed user agent;
 - what the view reads beyond the body and the key: an `Idempotency-Key`, an `Accept` its content negotiation
   refuses, a query string (`?format=`, and the NUL check of the query), cookies (the session and CSRF middleware);
 - a call from a web page (an `Origin` header): CORS headers are django-cors-headers' to give.
-
-The canned answer goes through the middleware with a request of the same path, host and scheme and no other
-header; a middleware that treats requests differently by another header (as GZipMiddleware by `Accept-Encoding`)
-is seen only if it also changes the answer by its size, which the probe tries. Such a middleware is to be checked
-here when it is added.
 """
 
 import contextlib
@@ -34,11 +33,9 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.core import signals
-from django.core.exceptions import DisallowedHost, ImproperlyConfigured
-from django.core.handlers.base import BaseHandler
-from django.core.handlers.wsgi import WSGIRequest
+from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest
 from django.urls import resolve
 from rest_framework.exceptions import NotAcceptable
 from rest_framework.renderers import BaseRenderer
@@ -48,6 +45,8 @@ from rest_framework.serializers import Serializer
 from accounts.keys import PREFIXES, KeyKind
 from accounts.selectors import api_key_lookup
 from config.api.authentication import ApiKeyAuthentication, bearer_token
+from config.api.exceptions import unexpected_error_envelope
+from config.api.front import middleware_headers
 from config.api.middleware import request_id_for, reset_request_id, set_request_id
 from config.api.parsers import JsonObjectParser
 from config.api.permissions import HasProject
@@ -59,9 +58,8 @@ from core.errors import ServiceError
 from core.ratelimit import Window, project_scope, rate_limit_hit
 
 logger = logging.getLogger(__name__)
-# Headers whose value is the request's own, set for each answer.
-_PER_REQUEST = frozenset(["content-length", "x-request-id"])
 _ACCEPT_MEMORY = 256  # distinct Accept values whose negotiation is remembered per route
+_STATUS_LINES = {200: "200 OK", 500: "500 Internal Server Error"}
 
 
 @dataclass(frozen=True)
@@ -143,146 +141,6 @@ class FastRoute:
         return known
 
 
-class _MiddlewareProbe(BaseHandler):
-    """Django's configured middleware around a given answer in place of URL resolution and the view."""
-
-    def __init__(self):
-        self.load_middleware()
-
-    def _get_response(self, request):
-        return request.fast_route_answer
-
-
-_probe: _MiddlewareProbe | None = None
-# (path, secure, host) -> the headers of a successful answer, or None when Django's middleware answers itself.
-_headers: dict[tuple[str, bool, str], list[tuple[str, str]] | None] = {}
-# The environ's values Django reads for a request's host and scheme (`HttpRequest.get_host`, `is_secure`; the
-# forwarded ones only with USE_X_FORWARDED_*, and the header of SECURE_PROXY_SSL_HEADER) -> (secure, host), or None
-# for a host ALLOWED_HOSTS refuses. Django's answer for the same values is the same, and finding it costs more than
-# the rest of the route's own work.
-_sites: dict[tuple, tuple[bool, str] | None] = {}
-_MEMORY = 64  # entries of each; a full one starts again (the hosts of one service are few)
-
-
-@dataclass(frozen=True)
-class _Settings:
-    """The settings read for every request, read once (a read of `django.conf.settings` costs microseconds)."""
-
-    proxy_ssl_header: str | None
-    refuses_user_agents: bool
-    # Public-key calls counted per client address too: the view does that second count.
-    limits_public_per_address: bool
-
-
-_settings: _Settings | None = None
-
-
-def _read_settings() -> _Settings:
-    global _settings
-    if _settings is None:
-        proxy = settings.SECURE_PROXY_SSL_HEADER
-        _settings = _Settings(
-            proxy[0] if proxy else None,
-            bool(settings.DISALLOWED_USER_AGENTS),
-            settings.PUBLIC_KEY_RATE_LIMIT_PER_ADDRESS_PER_MINUTE > 0,
-        )
-    return _settings
-
-
-def _forget_middleware(**kwargs) -> None:
-    """Settings changed (tests): Django's middleware reads them when it is built."""
-    global _probe, _settings
-    _probe = _settings = None
-    _headers.clear()
-    _sites.clear()
-
-
-signals.setting_changed.connect(_forget_middleware)
-
-
-def _middleware_headers(route: FastRoute, secure: bool, host: str) -> list[tuple[str, str]] | None:
-    """The headers of the view's successful answer as Django's middleware leaves it, for requests to `host` over
-    https or not: a canned answer with the view's headers, run through the middleware twice with two bodies, a
-    short and a long one (a middleware may act only on a body above some size, as GZipMiddleware from 200 bytes).
-
-    None when the middleware does not let such an answer through as it is: it answers itself (a redirect of
-    `SECURE_SSL_REDIRECT` or `PREPEND_WWW`, an error), changes the status or the body (compression), sets a cookie,
-    or adds a header that depends on the body (an ETag). Such requests go to Django."""
-    global _probe
-    if _probe is None:
-        _probe = _MiddlewareProbe()
-    found = []
-    for content in (b"{}", b'{"probe":"' + b"x" * 1000 + b'"}'):
-        request = WSGIRequest(
-            {
-                "REQUEST_METHOD": "POST",
-                "PATH_INFO": route.path,
-                "SCRIPT_NAME": "",
-                "QUERY_STRING": "",
-                "HTTP_HOST": host,
-                "SERVER_NAME": "localhost",  # Django takes the host from HTTP_HOST
-                "SERVER_PORT": "443" if secure else "80",
-                "SERVER_PROTOCOL": "HTTP/1.1",
-                "REMOTE_ADDR": "127.0.0.1",
-                "CONTENT_TYPE": "application/json",
-                "CONTENT_LENGTH": "0",
-                "wsgi.url_scheme": "https" if secure else "http",
-                "wsgi.input": io.BytesIO(),
-                "wsgi.errors": io.StringIO(),
-            }
-        )
-        answer = HttpResponse(content, status=200)
-        for name, value in route.view_headers:
-            answer[name] = value
-        request.fast_route_answer = answer
-        response = _probe.get_response(request)
-        if response is not answer or response.status_code != 200 or response.content != content or response.cookies:
-            return None
-        found.append([(name, value) for name, value in response.items() if name.lower() not in _PER_REQUEST])
-    return found[0] if found[0] == found[1] else None
-
-
-def _remember(memory: dict, key, value):
-    if len(memory) >= _MEMORY:
-        memory.clear()
-    memory[key] = value
-    return value
-
-
-def _site(environ) -> tuple[bool, str] | None:
-    """Whether Django sees the request as https, and its host; None for a host that ALLOWED_HOSTS refuses."""
-    proxy = _read_settings().proxy_ssl_header
-    get = environ.get
-    key = (
-        get("wsgi.url_scheme"),
-        get(proxy) if proxy else None,
-        get("HTTP_HOST"),
-        get("SERVER_NAME"),
-        get("SERVER_PORT"),
-        get("HTTP_X_FORWARDED_HOST"),
-        get("HTTP_X_FORWARDED_PORT"),
-    )
-    if key in _sites:
-        return _sites[key]
-    request = WSGIRequest({**environ, "wsgi.input": io.BytesIO()})
-    try:
-        site = (request.is_secure(), request.get_host())
-    except DisallowedHost:
-        site = None  # Django answers 400 with the envelope (and logs it as a security event)
-    return _remember(_sites, key, site)
-
-
-def _headers_for(route: FastRoute, environ) -> list[tuple[str, str]] | None:
-    """The headers Django would answer this request with, or None when Django must answer it."""
-    site = _site(environ)
-    if site is None:
-        return None
-    key = (route.path, *site)
-    if key in _headers:
-        return _headers[key]
-    return _remember(_headers, key, _middleware_headers(route, *site))
-
-
 def _token(environ, kind: KeyKind) -> str | None:
     token = bearer_token(environ.get("HTTP_AUTHORIZATION", ""))
     return token if token is not None and token.startswith(PREFIXES[kind]) else None
@@ -298,7 +156,9 @@ def _body(environ) -> bytes | None:
     return environ["wsgi.input"].read(length)
 
 
-def _answer(route: FastRoute, environ, body: bytes) -> tuple[list, bytes] | None:
+def _answer(route: FastRoute, environ, body: bytes) -> tuple[int, list, bytes] | None:
+    """(status, rate-limit headers, body) of the answer, or None for Django to answer; an exception means nothing was
+    written."""
     token = _token(environ, route.key_kind)
     if token is None or not environ.get("CONTENT_TYPE", "").startswith("application/json"):
         return None
@@ -323,12 +183,18 @@ def _answer(route: FastRoute, environ, body: bytes) -> tuple[list, bytes] | None
     limit = environ[COUNTED_ENVIRON_KEY]
     if limit is not None and limit.exceeded:
         return None
+    rate_limit = list(limit.headers().items()) if limit is not None else []
     try:
         with transaction.atomic() if route.atomic else contextlib.nullcontext():
             data = route.handle(match.project, values, payload)
+        return 200, rate_limit, route.renderer.render(data)
     except ServiceError:
-        return None  # the view answers it with its envelope
-    return (list(limit.headers().items()) if limit is not None else []), route.renderer.render(data)
+        return None  # nothing was written: the view answers it with its envelope
+    except Exception:
+        # The handler may have written (in autocommit, or committed before the failure): the view must not run it
+        # again. The view's answer to an unexpected error, as its exception handler gives it.
+        logger.exception("Unhandled error in %s", type(route.view).__name__)
+        return 500, rate_limit, route.renderer.render(unexpected_error_envelope())
 
 
 def _plain(route: FastRoute, environ) -> bool:
@@ -340,8 +206,8 @@ def _plain(route: FastRoute, environ) -> bool:
         and "HTTP_ORIGIN" not in environ
         and "HTTP_COOKIE" not in environ
         and ("HTTP_ACCEPT" not in environ or route.accepts(environ["HTTP_ACCEPT"]))
-        and not _read_settings().refuses_user_agents
-        and not (route.key_kind is KeyKind.PUBLIC and _read_settings().limits_public_per_address)
+        # Public-key calls counted per client address too: the view does that second count.
+        and not (route.key_kind is KeyKind.PUBLIC and settings.PUBLIC_KEY_RATE_LIMIT_PER_ADDRESS_PER_MINUTE > 0)
     )
 
 
@@ -354,7 +220,7 @@ def with_fast_routes(application, routes: list[FastRoute]):
         if route is None or not _plain(route, environ):
             return application(environ, start_response)
         try:
-            headers = _headers_for(route, environ)
+            headers = middleware_headers(route.path, "POST", route.view_headers, environ)
         except Exception:  # Django meets the same fault and answers it (a misconfigured SECURE_PROXY_SSL_HEADER)
             logger.warning("Fast %s: no headers; handing the request to Django", route.path, exc_info=True)
             headers = None
@@ -367,9 +233,7 @@ def with_fast_routes(application, routes: list[FastRoute]):
         try:
             answer = _answer(route, environ, body)
         except Exception:
-            # The view answers the error as it would have. Nothing was written by an error before or inside the
-            # service (atomic on its own, or in the route's transaction); one raised after the service returned
-            # (building or rendering the answer) would have the view run it again.
+            # Raised before the handler was called: nothing was written, and the view answers as it would have.
             logger.warning("Fast %s failed; handing the request to the view", route.path, exc_info=True)
             answer = None
         finally:
@@ -380,9 +244,9 @@ def with_fast_routes(application, routes: list[FastRoute]):
             environ["wsgi.input"] = io.BytesIO(body)
             environ["HTTP_X_REQUEST_ID"] = request_id
             return application(environ, start_response)
-        rate_limit, content = answer
+        status, rate_limit, content = answer
         start_response(
-            "200 OK",
+            _STATUS_LINES[status],
             [*headers, *rate_limit, ("Content-Length", str(len(content))), ("X-Request-Id", request_id)],
         )
         return [content]

@@ -390,6 +390,10 @@ DELIVERY_RETRY_BASE_SECONDS = env.float("DELIVERY_RETRY_BASE_SECONDS", default=3
 # message can take (a few EMAIL_TIMEOUTs); short enough that a dead worker's mail goes within 5 minutes (docs/messaging.md).
 DELIVERY_LEASE_SECONDS = env.float("DELIVERY_LEASE_SECONDS", default=120)
 DELIVERY_BATCH_SIZE = env.int("DELIVERY_BATCH_SIZE", default=50)
+# A QUEUED email whose delivery task has not come this many seconds after it was queued (or retried) lost its task
+# (the broker or Redis was down, a process was killed holding its id): the sweeper publishes it again. A duplicate
+# task finds the row claimed and does nothing.
+DELIVERY_PUBLISH_GRACE_SECONDS = env.int("DELIVERY_PUBLISH_GRACE_SECONDS", default=120)
 # Each process hands committed emails to delivery in one Redis command per this many seconds (messaging.sending.dispatch).
 DELIVERY_HANDOVER_SECONDS = env.float("DELIVERY_HANDOVER_SECONDS", default=0.01)
 # Messages per second each project may hand to the transport (0 = no limit); excess waits, it is not rejected.

@@ -18,7 +18,7 @@ from config.api.fields import IsoDateTimeField
 from config.api.pagination import CursorPageSerializer, CursorSort, cursor_page
 from config.api.serializers import OutputSerializer
 from config.api.validation import validate
-from config.api.views import ApiView, ProjectScopedViewSet
+from config.api.views import ApiView, HandlerView, ProjectScopedViewSet
 from core.errors import BadRequest
 
 
@@ -61,6 +61,25 @@ class WritingProbe(ApiView):
         return Response({"job": str(job.id)})
 
 
+def _write_then_fail(project, values: dict, payload: dict) -> dict:
+    job = job_create(project=project, type=values["name"])
+    if values.get("status") == 500:
+        raise RuntimeError("asked to crash after writing")
+    return {"job": str(job.id)}
+
+
+class WriteThenFailProbe(HandlerView):
+    """A handler in autocommit (as /v1/send's and /v1/track's) that writes a Job, then fails as asked: a failure
+    after its write must not have the write made twice."""
+
+    atomic_writes = False
+    input_serializer = ProbeInput
+    handler = staticmethod(_write_then_fail)
+
+    def post(self, request):
+        return self.handled(request)
+
+
 class ProbeJobOutput(OutputSerializer):
     id = serializers.UUIDField()
     type = serializers.CharField()
@@ -90,6 +109,7 @@ urlpatterns = [
     path("probe/secret", SecretProbe.as_view()),
     path("probe/public", PublicProbe.as_view()),
     path("probe/write", WritingProbe.as_view()),
+    path("probe/handler", WriteThenFailProbe.as_view()),
     path("", include(router.urls)),
     path("", include("config.urls")),
 ]

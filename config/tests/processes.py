@@ -1,4 +1,5 @@
-"""Real processes for integration tests: a Celery worker and gunicorn servers on the test database.
+"""Real processes for integration tests: a Celery worker and gunicorn servers on the test database, and a Redis
+server of the test's own.
 
 They run with the production settings module and see the data a `transactional_db` test commits.
 """
@@ -13,10 +14,11 @@ from pathlib import Path
 from urllib.parse import quote
 
 import httpx
+import redis
 from django.conf import settings
 from django.db import connection
 
-ROOT = Path(settings.BASE_DIR)
+ROOT = Path(__file__).resolve().parents[2]  # not read from the settings: bench scripts import this before them
 BIN = Path(sys.executable).parent
 
 
@@ -103,6 +105,55 @@ def gunicorn_server(workers: int = 1, **env):
         yield base
     finally:
         _stop(process)
+
+
+class RedisServer:
+    """A `redis-server` on a port of its own, without persistence: stopped (SIGKILL, as a crash) and started again
+    it has lost everything, queued tasks and cached entries alike, as an unpersisted Redis that restarts has."""
+
+    def __init__(self):
+        self.port = free_port()
+        self.process: subprocess.Popen | None = None
+
+    def url(self, db: int = 0) -> str:
+        return f"redis://127.0.0.1:{self.port}/{db}"
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+            stdout=subprocess.DEVNULL,
+        )
+        wait_until(self._answers, timeout=10, what=f"redis-server on port {self.port}")
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+    def _answers(self) -> bool:
+        try:
+            return redis.Redis(port=self.port, socket_connect_timeout=0.5).ping()
+        except redis.RedisError:
+            return False
+
+
+@contextmanager
+def redis_server():
+    server = RedisServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        if server.process.poll() is None:
+            server.stop()
+
+
+def children(pid: int) -> list[int]:
+    """The child processes of `pid` (a Celery worker's pool, gunicorn's workers)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as handle:
+            return [int(child) for child in handle.read().split()]
+    except FileNotFoundError:
+        return []
 
 
 def _responds(base: str) -> bool:

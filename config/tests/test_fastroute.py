@@ -278,3 +278,24 @@ def test_disallowed_user_agents_leave_every_request_to_django(project, settings)
     settings.DISALLOWED_USER_AGENTS = [re.compile(r"^BadBot")]
     refused = call(project, "/v1/track", headers={"User-Agent": "BadBot/1.0"})
     assert (refused.status, refused.by_django, Event.objects.count()) == (403, True, 0)
+
+
+@pytest.mark.urls("config.tests.probe_urls")
+@pytest.mark.parametrize(
+    ("asked", "status"), [({}, 200), ({"status": 500}, 500)], ids=["succeeds", "fails-after-write"]
+)
+def test_a_handler_that_fails_after_writing_is_answered_500_in_front_of_django_and_runs_once(project, asked, status):
+    from accounts.models import Job
+    from config.api.fastroute import with_fast_routes
+    from config.wsgi import django_application
+
+    application = with_fast_routes(django_application, [FastRoute.at("/probe/handler")])
+    headers = {"Authorization": f"Bearer {project.keys.secret_key}", "Content-Type": "application/json"}
+    body = json.dumps({"name": "probe", **asked}).encode()
+    answer = wsgi_call("POST", "/probe/handler", body=body, headers=headers, application=application)
+    assert (answer.status, answer.by_django) == (status, False)
+    assert Job.objects.filter(project=project.project, type="probe").count() == 1
+    if status == 500:
+        error = answer.json()["error"]
+        assert (error["code"], error["statusCode"]) == ("INTERNAL_SERVER_ERROR", 500)
+        assert error["requestId"] == answer.headers["X-Request-Id"]

@@ -63,8 +63,13 @@ def wsgi_call(
     secure: bool = False,
     query: str = "",
     remote_addr: str = "127.0.0.1",
+    application=None,
 ) -> WsgiAnswer:
-    from config.wsgi import application, django_application
+    """One request to `application` (the one gunicorn serves unless given)."""
+    from config.wsgi import application as served
+    from config.wsgi import django_application
+
+    application = application or served
 
     global _settings_changed
     if _settings_changed:

@@ -3,14 +3,17 @@
 They are the busiest URLs of the service (every open and click of every email) and need nothing of Django's
 request handling: no session, user, CSRF or host-dependent URL. Answering them before the middleware stack costs
 a fifth of the CPU of the Django views (measured in `docs/performance.md`). Anything that is not a valid token
-(a bad signature, another method, an odd path) goes on to Django, whose views answer it as before.
+(a bad signature, another method, an odd path) goes on to Django, whose views answer it as before, and so does what
+Django's middleware answers itself (a `Host` outside `ALLOWED_HOSTS`, the https redirect); the answers carry the
+headers the middleware gives the views' (HSTS, the security headers), found by `config.api.front`.
 """
 
+from config.api.front import middleware_headers
 from messaging.engagement.views import NO_CACHE, PIXEL, tracking_hit_answer
 
 _KINDS = {"/o/": "open", "/c/": "click"}
-_COMMON = [*NO_CACHE.items(), ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "same-origin")]
-_PIXEL_HEADERS = [("Content-Type", "image/gif"), ("Content-Length", str(len(PIXEL))), *_COMMON]
+_PIXEL = (("Content-Type", "image/gif"), *NO_CACHE.items())
+_REDIRECT = tuple(NO_CACHE.items())
 
 
 def with_tracking_routes(django_application):
@@ -20,12 +23,14 @@ def with_tracking_routes(django_application):
         path = environ.get("PATH_INFO", "")
         kind = _KINDS.get(path[:3])
         if kind is not None and environ.get("REQUEST_METHOD") == "GET" and "/" not in path[3:]:
-            target = tracking_hit_answer(kind, path[3:], environ)
+            own = _PIXEL if kind == "open" else _REDIRECT
+            headers = middleware_headers(path[:3], "GET", own, environ)
+            target = tracking_hit_answer(kind, path[3:], environ) if headers is not None else None
             if target == "":
-                start_response("200 OK", _PIXEL_HEADERS)
+                start_response("200 OK", [*headers, ("Content-Length", str(len(PIXEL)))])
                 return [PIXEL]
             if target is not None:
-                start_response("302 Found", [("Location", target), ("Content-Length", "0"), *_COMMON])
+                start_response("302 Found", [*headers, ("Location", target), ("Content-Length", "0")])
                 return [b""]
         return django_application(environ, start_response)
 

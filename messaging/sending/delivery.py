@@ -475,7 +475,7 @@ def emails_sweep(*, now=None, limit: int = 5000) -> list:
     if exhausted:
         prefetch_related_objects(exhausted, "project")
         _record_events(DeliveryReport(failed=[(email, STRANDED_ERROR) for email in exhausted]))
-    overdue = now - timedelta(minutes=2)
+    overdue = now - timedelta(seconds=settings.DELIVERY_PUBLISH_GRACE_SECONDS)
     waiting = (
         Email.objects.filter(status=Email.Status.QUEUED, updated_at__lt=overdue)
         .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lt=overdue))

@@ -26,9 +26,9 @@ from collections import defaultdict
 
 from django.conf import settings
 from django.core.cache import caches
-from django.db import transaction
 
 from core.cache import list_push, redis_client
+from core.commit import after_commit
 
 logger = logging.getLogger(__name__)
 _QUEUE = "delivery:waiting"
@@ -145,7 +145,7 @@ def enqueue_delivery(email_ids: list) -> None:
     """Hand the ids to delivery workers once the rows are committed; a broker failure only delays them."""
     ids = [str(email_id) for email_id in email_ids]
     if ids:
-        transaction.on_commit(lambda: _committed(ids))
+        after_commit(lambda: _committed(ids), what=f"hand {len(ids)} email(s) over to delivery (the sweeper will)")
 
 
 def emails_dispatch() -> int:

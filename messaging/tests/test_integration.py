@@ -9,7 +9,7 @@ import pytest
 from django.test import override_settings
 
 from config.celery import app
-from config.tests.processes import celery_worker, wait_until
+from config.tests.processes import celery_worker, children, wait_until
 from messaging.models import Email
 from messaging.sending.delivery import emails_sweep
 from messaging.tasks import deliver_emails_task
@@ -65,7 +65,7 @@ def test_killing_the_worker_mid_batch_neither_loses_nor_repeats_a_message(secret
     with celery_worker(concurrency=1, **env) as worker:
         ids = _send(secret_client, recipients)
         wait_until(lambda: len(sink.received) >= 2, timeout=60, what="the batch to be under way")
-        for pid in [*_children(worker.pid), worker.pid]:  # the pool processes too: no warm shutdown
+        for pid in [*children(worker.pid), worker.pid]:  # the pool processes too: no warm shutdown
             os.kill(pid, signal.SIGKILL)
         worker.wait()
     delivered_before = len(sink.received)
@@ -83,11 +83,3 @@ def test_killing_the_worker_mid_batch_neither_loses_nor_repeats_a_message(secret
             what="every email sent after recovery",
         )
     assert sorted(r.rcpt_tos[0] for r in sink.received) == recipients
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as handle:
-            return [int(child) for child in handle.read().split()]
-    except FileNotFoundError:
-        return []

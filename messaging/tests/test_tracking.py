@@ -248,3 +248,31 @@ def test_the_served_application_answers_hits_in_front_of_django(project):
     assert wsgi_call("POST", f"/o/{open_token(email.id)}").status in (403, 405)
     email.refresh_from_db()
     assert (email.opens, email.clicks) == (1, 1)
+
+
+def test_hits_in_front_of_django_follow_its_host_and_https_settings(project, settings, client):
+    email = Email.objects.create(
+        project=project.project, to_email="x@example.test", from_email="a@alice.test", subject="S", status="SENT"
+    )
+    pixel, click = f"/o/{open_token(email.id)}", f"/c/{click_token(email.id, 'https://x.example/a')}"
+    settings.SECURE_HSTS_SECONDS = 3600
+    served = wsgi_call("GET", pixel, secure=True)
+    assert (served.status, served.by_django) == (200, False)
+    assert served.headers["Strict-Transport-Security"] == "max-age=3600"
+    viewed = client.get(pixel, secure=True)
+    # The same headers as the view's but the request id (a hit answered in front of Django logs nothing to find).
+    assert {name.lower() for name in served.headers} == {name.lower() for name in viewed.headers} - {"x-request-id"}
+    assert "Strict-Transport-Security" not in wsgi_call("GET", pixel).headers  # plain http: no HSTS, as Django
+
+    # What Django answers itself it still answers, and the hit is not counted.
+    email.refresh_from_db()
+    opens = email.opens
+    refused = wsgi_call("GET", pixel, headers={"Host": "evil.example"})
+    assert (refused.status, refused.by_django) == (400, True)
+    settings.SECURE_SSL_REDIRECT = True
+    redirected = wsgi_call("GET", click)
+    assert (redirected.status, redirected.by_django) == (301, True)
+    assert redirected.headers["Location"] == f"https://localhost{click}"
+    email.refresh_from_db()
+    assert (email.opens, email.clicks) == (opens, 0)
+    assert wsgi_call("GET", click, secure=True).status == 302
