@@ -1,5 +1,5 @@
 """Every scan of a body or template is linear in its size (docs/security.md), and gives what the patterns it replaced
-gave: hostile inputs of hundreds of kilobytes answer within a second, and generated inputs are compared with the
+gave: hostile inputs of hundreds of kilobytes answer within moments, and generated inputs are compared with the
 old patterns (kept here as the reference) and with python-liquid's own lexers."""
 
 import contextlib
@@ -24,13 +24,18 @@ from messaging.engagement import tracking
 from messaging.sending.mime import html_to_text, insert_before_body_end
 
 
-def within_a_second(run, *args, **kwargs):
+# Each input takes 0.3 s or less on an idle machine of two cores, and took 11 to 125 s with the patterns these scans
+# replaced: the bound leaves room for a machine busy with other work and still catches a scan that is not linear.
+BOUND_SECONDS = 3.0
+
+
+def quickly(run, *args, **kwargs):
     started = time.perf_counter()
     # Hostile templates may well be invalid: what matters is how soon that is known.
     with contextlib.suppress(LiquidError, ValidationFailed):
         run(*args, **kwargs)
     elapsed = time.perf_counter() - started
-    assert elapsed < 1.0, f"{elapsed:.2f} s"
+    assert elapsed < BOUND_SECONDS, f"{elapsed:.2f} s"
 
 
 @pytest.mark.parametrize(
@@ -63,8 +68,8 @@ def within_a_second(run, *args, **kwargs):
         (html_to_text, "<script>x</style>" * 20_000),
     ],
 )
-def test_a_hostile_input_is_scanned_within_a_second(run, text):
-    within_a_second(run, text)
+def test_a_hostile_input_is_scanned_quickly(run, text):
+    quickly(run, text)
 
 
 # The patterns as they were, for the comparisons below.
