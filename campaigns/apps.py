@@ -4,3 +4,12 @@ from django.apps import AppConfig
 class CampaignsConfig(AppConfig):
     name = "campaigns"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        # The apps below learn about campaigns only through their hooks.
+        from campaigns.selectors import campaigns_using_field, campaigns_using_segment
+        from contacts.usage import register_field_usage
+        from segments.services import register_segment_delete_blocker
+
+        register_segment_delete_blocker(campaigns_using_segment)
+        register_field_usage("campaigns", campaigns_using_field)

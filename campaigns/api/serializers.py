@@ -1,0 +1,74 @@
+"""Input and output serializers of the campaigns endpoints. A campaign's content is a template's: its fields, limits
+and validators are the templates' serializers', extended with the audience and the campaign's state."""
+
+from drf_spectacular.utils import extend_schema_serializer
+from rest_framework import serializers
+
+from campaigns.models import AudienceType, CampaignStatus
+from config.api.fields import IsoDateTimeField, StrictCharField
+from config.api.serializers import OutputSerializer
+from messaging.content.serializers import (
+    TemplateInputSerializer,
+    TemplateOutputSerializer,
+    body_size,
+    no_line_breaks,
+)
+
+
+class CampaignInputSerializer(TemplateInputSerializer):
+    """POST and PUT: name, subject, body and from are required (PUT replaces every field)."""
+
+    name = StrictCharField(max_length=255)
+    subject = serializers.CharField(max_length=998, trim_whitespace=False, validators=[no_line_breaks])
+    body = serializers.CharField(trim_whitespace=False, validators=[body_size])
+    audienceType = serializers.ChoiceField(source="audience_type", choices=AudienceType.choices, required=False)
+    segmentId = serializers.UUIDField(source="segment_id", required=False, allow_null=True)
+    # The tree is checked by segments.conditions (paths like audienceCondition.groups.0.filters.1.operator).
+    audienceCondition = serializers.JSONField(source="audience_condition", required=False, allow_null=True)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["from"].required = True
+
+
+class SegmentRefSerializer(OutputSerializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+
+
+class CampaignOutputSerializer(TemplateOutputSerializer):
+    status = serializers.ChoiceField(choices=CampaignStatus.choices)
+    audienceType = serializers.ChoiceField(source="audience_type", choices=AudienceType.choices)
+    audienceCondition = serializers.JSONField(source="audience_condition", allow_null=True)
+    segmentId = serializers.UUIDField(source="segment_id", allow_null=True)
+    segment = SegmentRefSerializer(allow_null=True)
+    scheduledFor = IsoDateTimeField(source="scheduled_for", allow_null=True)
+    totalRecipients = serializers.IntegerField(source="total_recipients")
+    sentCount = serializers.IntegerField(source="sent_count")
+    deliveredCount = serializers.IntegerField(source="delivered_count")
+    openedCount = serializers.IntegerField(source="opened_count")
+    clickedCount = serializers.IntegerField(source="clicked_count")
+    bouncedCount = serializers.IntegerField(source="bounced_count")
+    complainedCount = serializers.IntegerField(source="complained_count")
+    unsubscribedCount = serializers.IntegerField(source="unsubscribed_count")
+    sentAt = IsoDateTimeField(source="sent_at", allow_null=True)
+
+
+class CampaignEnvelopeSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+    data = CampaignOutputSerializer()
+    message = serializers.CharField(required=False)
+
+
+class MessageSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+    message = serializers.CharField()
+
+
+@extend_schema_serializer(many=False)  # the page envelope itself, not a list of them
+class CampaignPageSerializer(serializers.Serializer):
+    data = CampaignOutputSerializer(many=True)
+    page = serializers.IntegerField()
+    pageSize = serializers.IntegerField()
+    total = serializers.IntegerField()
+    totalPages = serializers.IntegerField()

@@ -1,0 +1,26 @@
+"""Admin: the list with status, audience and figures, a read-only page with the rendered preview, and actions that
+call the services."""
+
+from campaigns.models import Campaign
+from campaigns.tests.conftest import PRO
+from segments.models import Segment
+
+
+def test_list_preview_and_duplicate(admin_client, project, create_campaign):
+    segment = Segment.objects.create(project=project.project, name="Pro users", condition=PRO)
+    campaign = create_campaign(
+        subject="Hi {{ firstName | default: 'friend' }}",
+        body="<p>Hello <b>{{ firstName | default: 'friend' }}</b></p>",
+        audienceType="SEGMENT",
+        segmentId=str(segment.id),
+    )
+    listing = admin_client.get("/admin/campaigns/campaign/").content.decode()
+    assert "November news" in listing and "SEGMENT: Pro users" in listing
+    page = admin_client.get(f"/admin/campaigns/campaign/{campaign['id']}/change/").content.decode()
+    assert "Hi friend" in page and "&lt;b&gt;friend&lt;/b&gt;" in page  # the body, inside the sandboxed frame
+
+    response = admin_client.post(
+        "/admin/campaigns/campaign/", {"action": "duplicate", "_selected_action": [campaign["id"]]}, follow=True
+    )
+    assert response.status_code == 200
+    assert Campaign.objects.filter(name="November news (Copy)", status="DRAFT").count() == 1
