@@ -5,6 +5,7 @@ from django.contrib import admin, messages
 from django.utils.html import format_html
 
 from campaigns.models import Campaign
+from campaigns.sending import campaign_send
 from campaigns.services import campaign_duplicate
 from core.errors import ServiceError
 from messaging.content import rendering
@@ -30,7 +31,7 @@ class CampaignAdmin(admin.ModelAdmin):
     ]  # fmt: skip
     exclude = ["body"]
     ordering = ["-created_at"]
-    actions = ["duplicate"]
+    actions = ["send_now", "duplicate"]
 
     @admin.display(description="audience")
     def audience(self, campaign: Campaign) -> str:
@@ -70,3 +71,7 @@ class CampaignAdmin(admin.ModelAdmin):
     @admin.action(description="Duplicate as a new draft")
     def duplicate(self, request, queryset):
         self._each(request, queryset, campaign_duplicate, "Duplicated")
+
+    @admin.action(description="Send now")
+    def send_now(self, request, queryset):
+        self._each(request, queryset, campaign_send, "Started")

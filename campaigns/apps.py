@@ -13,3 +13,9 @@ class CampaignsConfig(AppConfig):
 
         register_segment_delete_blocker(campaigns_using_segment)
         register_field_usage("campaigns", campaigns_using_field)
+
+        from accounts.jobs import register_job_task
+        from campaigns import sending, tasks
+
+        # The jobs sweeper publishes a fan-out again when its worker or its message was lost.
+        register_job_task(sending.JOB_TYPE, lambda job_id: tasks.campaign_fan_out_task.delay(job_id))

@@ -3,7 +3,7 @@ import uuid
 from django.db import models
 from django.utils import timezone
 
-from accounts.models import Project
+from accounts.models import Job, Project
 from messaging.models import EmailType
 from segments.models import Segment
 
@@ -60,6 +60,8 @@ class Campaign(models.Model):
     segment = models.ForeignKey(Segment, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     scheduled_for = models.DateTimeField(null=True, blank=True)
     sent_at = models.DateTimeField(null=True, blank=True)
+    # The fan-out (an `accounts.jobs` job): its checkpoint is the cursor over the audience.
+    job = models.ForeignKey(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     total_recipients = models.PositiveIntegerField(default=0)
     sent_count = models.PositiveIntegerField(default=0)
     delivered_count = models.PositiveIntegerField(default=0)

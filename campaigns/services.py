@@ -58,7 +58,7 @@ def campaign_create(*, project: Project, **values) -> Campaign:
     return campaign
 
 
-def _require_editable(campaign: Campaign) -> None:
+def require_editable(campaign: Campaign) -> None:
     if campaign.status not in EDITABLE:
         raise Conflict(
             f"Campaign is {campaign.status}; only a DRAFT or SCHEDULED campaign can be changed",
@@ -70,7 +70,7 @@ def _require_editable(campaign: Campaign) -> None:
 def campaign_replace(*, campaign: Campaign, **values) -> Campaign:
     """PUT: every editable field from `values` (left out: its default). Only in DRAFT or SCHEDULED (409); a
     SCHEDULED campaign stays scheduled at its time."""
-    _require_editable(campaign)
+    require_editable(campaign)
     for name, value in _editable_values(project=campaign.project, values=values).items():
         setattr(campaign, name, value)
     campaign.updated_at = timezone.now()

@@ -72,3 +72,8 @@ class CampaignPageSerializer(serializers.Serializer):
     pageSize = serializers.IntegerField()
     total = serializers.IntegerField()
     totalPages = serializers.IntegerField()
+
+
+class SendInputSerializer(serializers.Serializer):
+    # Any JSON value: `campaigns.sending.parse_schedule` reads it (400 when it is not a date).
+    scheduledFor = serializers.JSONField(required=False, allow_null=True)

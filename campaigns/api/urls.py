@@ -12,4 +12,5 @@ urlpatterns = [
         name="campaign-detail",
     ),
     path("campaigns/<str:pk>/duplicate", campaigns({"post": "duplicate"}), name="campaign-duplicate"),
+    path("campaigns/<str:pk>/send", campaigns({"post": "send"}), name="campaign-send"),
 ]

@@ -4,7 +4,7 @@
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
-from campaigns import selectors, services
+from campaigns import selectors, sending, services
 from campaigns.api import serializers as s
 from campaigns.models import Campaign, CampaignStatus
 from config.api.pagination import choice_param, numbered_page_envelope, offset_page
@@ -95,3 +95,14 @@ class CampaignViewSet(ProjectScopedViewSet):
     )
     def duplicate(self, request, pk=None):
         return wrapped(services.campaign_duplicate(campaign=self.get_object()), status=201)
+
+    @extend_schema(
+        operation_id="campaigns_send",
+        request=s.SendInputSerializer,
+        responses={200: s.CampaignEnvelopeSerializer, 400: ERROR, 403: ERROR, 404: ERROR, 409: ERROR, 422: ERROR},
+    )
+    def send(self, request, pk=None):
+        campaign = self.get_object()
+        values = validate(s.SendInputSerializer, request.data)
+        campaign, message = sending.campaign_send(campaign=campaign, scheduled_for=values.get("scheduledFor"))
+        return wrapped(campaign, message=message)

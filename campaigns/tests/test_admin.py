@@ -24,3 +24,20 @@ def test_list_preview_and_duplicate(admin_client, project, create_campaign):
     )
     assert response.status_code == 200
     assert Campaign.objects.filter(name="November news (Copy)", status="DRAFT").count() == 1
+
+
+def test_send_now_action_calls_the_service(admin_client, create_campaign, audience, django_capture_on_commit_callbacks):
+    campaign = create_campaign()
+    empty = create_campaign(name="Nobody", audienceType="FILTERED", audienceCondition={
+        "logic": "AND", "groups": [{"filters": [{"field": "data.plan", "operator": "equals", "value": "none"}]}]
+    })  # fmt: skip
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_client.post(
+            "/admin/campaigns/campaign/",
+            {"action": "send_now", "_selected_action": [campaign["id"], empty["id"]]},
+            follow=True,
+        )
+    page = response.content.decode()
+    assert "Started 1 campaign(s)." in page and "Nobody: Validation failed" in page
+    assert Campaign.objects.get(pk=campaign["id"]).status == "SENDING"
+    assert Campaign.objects.get(pk=empty["id"]).status == "DRAFT"

@@ -32,7 +32,7 @@ from messaging.engagement.tracking import tracking_applies, with_tracking
 from messaging.feedback.suppression import recipients_check_suppressed
 from messaging.models import AttachmentBundle, Email, EmailType, Template
 from messaging.sending import parse
-from messaging.sending.dispatch import enqueue_delivery
+from messaging.sending.dispatch import enqueue_bulk_delivery, enqueue_delivery
 from messaging.sending.mime import Attachment, insert_before_body_end
 from messaging.sending.parse import Address
 
@@ -255,6 +255,35 @@ def emails_queue(
         insert_prepared(emails)
         enqueue_delivery([email.id for email in emails])
     return queued
+
+
+def emails_queue_bulk(*, project: Project, contacts: list[Contact], content: SendContent) -> None:
+    """Queue one email per contact of a batch whose audience was chosen by the caller (a campaign's fan-out): each
+    rendered with the contact's data, all inserted in one statement, and handed to delivery at `BULK_PRIORITY`
+    after the commit. The contacts are not upserted (they exist) and nothing is checked per recipient.
+
+    A contact that already has an email of `content.campaign_id` is left out by the unique constraint on
+    (campaign, contact): a batch run twice queues nothing twice. (Its id is still published; delivery's claim
+    finds no such row.)"""
+    if not contacts:
+        return
+    domain = sender_domain_for(project=project, address=content.sender.email)
+    now = timezone.now()
+    emails = [
+        _email_row(
+            project=project,
+            content=content,
+            domain_name=domain.name,
+            to=Address(email=contact.email),
+            contact=contact,
+            variables=contact.data,
+            bundle=None,
+            now=now,
+        )
+        for contact in contacts
+    ]
+    insert_prepared(emails, ignore_conflicts=True)
+    enqueue_bulk_delivery([email.id for email in emails])
 
 
 def emails_send_request(*, project: Project, body: dict, raw: dict) -> list[Queued]:
