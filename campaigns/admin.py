@@ -5,8 +5,9 @@ from django.contrib import admin, messages
 from django.utils.html import format_html
 
 from campaigns.models import Campaign
-from campaigns.sending import campaign_send
+from campaigns.sending import campaign_cancel, campaign_send
 from campaigns.services import campaign_duplicate
+from campaigns.stats import campaign_stats_rebuild
 from core.errors import ServiceError
 from messaging.content import rendering
 
@@ -31,7 +32,7 @@ class CampaignAdmin(admin.ModelAdmin):
     ]  # fmt: skip
     exclude = ["body"]
     ordering = ["-created_at"]
-    actions = ["send_now", "duplicate"]
+    actions = ["send_now", "cancel", "duplicate", "recount"]
 
     @admin.display(description="audience")
     def audience(self, campaign: Campaign) -> str:
@@ -75,3 +76,11 @@ class CampaignAdmin(admin.ModelAdmin):
     @admin.action(description="Send now")
     def send_now(self, request, queryset):
         self._each(request, queryset, campaign_send, "Started")
+
+    @admin.action(description="Cancel (scheduled or sending)")
+    def cancel(self, request, queryset):
+        self._each(request, queryset, campaign_cancel, "Cancelled")
+
+    @admin.action(description="Recount the figures from the emails")
+    def recount(self, request, queryset):
+        self._each(request, queryset, campaign_stats_rebuild, "Recounted")

@@ -19,3 +19,8 @@ class CampaignsConfig(AppConfig):
 
         # The jobs sweeper publishes a fan-out again when its worker or its message was lost.
         register_job_task(sending.JOB_TYPE, lambda job_id: tasks.campaign_fan_out_task.delay(job_id))
+
+        from campaigns.stats import on_events_recorded
+        from contacts.signals import events_recorded
+
+        events_recorded.connect(on_events_recorded, dispatch_uid="campaigns.stats")

@@ -1,4 +1,4 @@
-"""Sending a campaign: now or at a set time, the fan-out of its emails, and its end.
+"""Sending a campaign: now or at a set time, the fan-out of its emails, its end, a cancel, and test messages.
 
 1. `campaign_send` (the API, the admin) starts a campaign at once or schedules it; the schedule lives in the
    database, so restarting every process loses none.
@@ -26,14 +26,15 @@ from django.utils.dateparse import parse_date, parse_datetime
 
 from accounts.jobs import Report, job_create, job_run
 from accounts.models import Job
+from accounts.selectors import project_has_member_email
 from campaigns.models import Campaign, CampaignStatus
 from campaigns.selectors import campaign_audience
 from campaigns.services import require_editable
-from core.errors import BadRequest, ValidationFailed
+from core.errors import BadRequest, Conflict, ErrorCode, Forbidden, ValidationFailed
 from core.time import iso
 from messaging.content.services import content_check
 from messaging.models import Email
-from messaging.sending.services import Address, SendContent, emails_queue_bulk
+from messaging.sending.services import Address, SendContent, email_send_test, emails_queue_bulk
 
 logger = logging.getLogger(__name__)
 JOB_TYPE = "campaign_send"
@@ -142,9 +143,14 @@ def _content(campaign: Campaign) -> SendContent:
     )
 
 
-def _still_sending(campaign: Campaign) -> bool:
-    """Under the campaign's row lock, so that a cancel and a batch never interleave."""
-    return Campaign.objects.select_for_update().filter(pk=campaign.pk, status=CampaignStatus.SENDING).exists()
+def _still_sending(campaign: Campaign, job: Job) -> bool:
+    """Under the campaign's row lock, so that a cancel and a batch never interleave; a campaign cancelled back to
+    DRAFT and sent again has a new job, and the old one stops."""
+    return (
+        Campaign.objects.select_for_update()
+        .filter(pk=campaign.pk, status=CampaignStatus.SENDING, job_id=job.id)
+        .exists()
+    )
 
 
 def _fan_out(job: Job, report: Report) -> dict:
@@ -160,7 +166,7 @@ def _fan_out(job: Job, report: Report) -> dict:
         if not contacts:
             return {"queued": queued}
         with transaction.atomic():
-            if not _still_sending(campaign):
+            if not _still_sending(campaign, job):
                 return {"queued": queued, "stopped": True}
             emails_queue_bulk(project=campaign.project, contacts=contacts, content=content)
             after, queued = contacts[-1].email, queued + len(contacts)
@@ -204,3 +210,41 @@ def campaigns_finish_sending() -> int:
     """`campaign_finish` for every SENDING campaign (all projects); returns how many became SENT."""
     sending = Campaign.objects.filter(status=CampaignStatus.SENDING).values_list("id", flat=True)
     return sum(campaign_finish(campaign_id=campaign_id) for campaign_id in list(sending))
+
+
+@transaction.atomic
+def campaign_cancel(*, campaign: Campaign) -> Campaign:
+    """Stop a SCHEDULED or SENDING campaign (else 409). Its emails not yet claimed by delivery become CANCELLED
+    (the fan-out stops before its next batch). If none of its emails had been handed to delivery, the campaign goes
+    back to DRAFT, its cancelled emails removed and its schedule cleared, as if it had never been sent; otherwise it
+    is CANCELLED."""
+    campaign = Campaign.objects.select_for_update(of=("self",)).select_related("segment").get(pk=campaign.pk)
+    if campaign.status not in (CampaignStatus.SCHEDULED, CampaignStatus.SENDING):
+        raise Conflict(
+            f"Campaign is {campaign.status}; only a SCHEDULED or SENDING campaign can be cancelled",
+            code=ErrorCode.CAMPAIGN_NOT_EDITABLE,
+            details={"status": campaign.status},
+        )
+    now = timezone.now()
+    emails = Email.objects.filter(campaign_id=campaign.id)
+    # First the unclaimed rows, in one statement: a row delivery claims meanwhile is SENDING and stays out.
+    emails.filter(status=Email.Status.QUEUED).update(status=Email.Status.CANCELLED, updated_at=now)
+    if emails.exclude(status=Email.Status.CANCELLED).exists():
+        campaign.status = CampaignStatus.CANCELLED
+    else:
+        emails.delete()
+        campaign.status, campaign.scheduled_for, campaign.sent_at = CampaignStatus.DRAFT, None, None
+    campaign.updated_at = now
+    campaign.save(update_fields=["status", "scheduled_for", "sent_at", "updated_at"])
+    return campaign
+
+
+def campaign_send_test(*, campaign: Campaign, email: str) -> str:
+    """One test message of the campaign to a project member's address (else 403), rendered with that address's
+    contact data if it has any, subject prefixed `[TEST] `, untracked and not counted (`email_send_test`)."""
+    if not project_has_member_email(project=campaign.project, email=email):
+        raise Forbidden("Test emails can only be sent to project members", details={"email": email})
+    content = _content(campaign)
+    content.campaign_id = None  # a test is not one of the campaign's emails
+    email_send_test(project=campaign.project, to=Address(email=email), content=content)
+    return f"Test email sent to {email}"

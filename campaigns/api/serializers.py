@@ -5,7 +5,7 @@ from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from campaigns.models import AudienceType, CampaignStatus
-from config.api.fields import IsoDateTimeField, StrictCharField
+from config.api.fields import IsoDateTimeField, StrictCharField, StrictEmailField
 from config.api.serializers import OutputSerializer
 from messaging.content.serializers import (
     TemplateInputSerializer,
@@ -36,13 +36,9 @@ class SegmentRefSerializer(OutputSerializer):
     name = serializers.CharField()
 
 
-class CampaignOutputSerializer(TemplateOutputSerializer):
-    status = serializers.ChoiceField(choices=CampaignStatus.choices)
-    audienceType = serializers.ChoiceField(source="audience_type", choices=AudienceType.choices)
-    audienceCondition = serializers.JSONField(source="audience_condition", allow_null=True)
-    segmentId = serializers.UUIDField(source="segment_id", allow_null=True)
-    segment = SegmentRefSerializer(allow_null=True)
-    scheduledFor = IsoDateTimeField(source="scheduled_for", allow_null=True)
+class CampaignCountersSerializer(OutputSerializer):
+    """The figures, on the campaign object and in its stats."""
+
     totalRecipients = serializers.IntegerField(source="total_recipients")
     sentCount = serializers.IntegerField(source="sent_count")
     deliveredCount = serializers.IntegerField(source="delivered_count")
@@ -51,6 +47,15 @@ class CampaignOutputSerializer(TemplateOutputSerializer):
     bouncedCount = serializers.IntegerField(source="bounced_count")
     complainedCount = serializers.IntegerField(source="complained_count")
     unsubscribedCount = serializers.IntegerField(source="unsubscribed_count")
+
+
+class CampaignOutputSerializer(TemplateOutputSerializer, CampaignCountersSerializer):
+    status = serializers.ChoiceField(choices=CampaignStatus.choices)
+    audienceType = serializers.ChoiceField(source="audience_type", choices=AudienceType.choices)
+    audienceCondition = serializers.JSONField(source="audience_condition", allow_null=True)
+    segmentId = serializers.UUIDField(source="segment_id", allow_null=True)
+    segment = SegmentRefSerializer(allow_null=True)
+    scheduledFor = IsoDateTimeField(source="scheduled_for", allow_null=True)
     sentAt = IsoDateTimeField(source="sent_at", allow_null=True)
 
 
@@ -77,3 +82,14 @@ class CampaignPageSerializer(serializers.Serializer):
 class SendInputSerializer(serializers.Serializer):
     # Any JSON value: `campaigns.sending.parse_schedule` reads it (400 when it is not a date).
     scheduledFor = serializers.JSONField(required=False, allow_null=True)
+
+
+class TestInputSerializer(serializers.Serializer):
+    email = StrictEmailField(max_length=320)
+
+
+class CampaignStatsSerializer(CampaignCountersSerializer):
+    openRate = serializers.FloatField(source="open_rate")
+    clickRate = serializers.FloatField(source="click_rate")
+    bounceRate = serializers.FloatField(source="bounce_rate")
+    deliveryRate = serializers.FloatField(source="delivery_rate")

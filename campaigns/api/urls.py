@@ -13,4 +13,7 @@ urlpatterns = [
     ),
     path("campaigns/<str:pk>/duplicate", campaigns({"post": "duplicate"}), name="campaign-duplicate"),
     path("campaigns/<str:pk>/send", campaigns({"post": "send"}), name="campaign-send"),
+    path("campaigns/<str:pk>/cancel", campaigns({"post": "cancel"}), name="campaign-cancel"),
+    path("campaigns/<str:pk>/test", campaigns({"post": "test"}), name="campaign-test"),
+    path("campaigns/<str:pk>/stats", campaigns({"get": "stats"}), name="campaign-stats"),
 ]

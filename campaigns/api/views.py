@@ -4,7 +4,7 @@
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
-from campaigns import selectors, sending, services
+from campaigns import selectors, sending, services, stats
 from campaigns.api import serializers as s
 from campaigns.models import Campaign, CampaignStatus
 from config.api.pagination import choice_param, numbered_page_envelope, offset_page
@@ -106,3 +106,29 @@ class CampaignViewSet(ProjectScopedViewSet):
         values = validate(s.SendInputSerializer, request.data)
         campaign, message = sending.campaign_send(campaign=campaign, scheduled_for=values.get("scheduledFor"))
         return wrapped(campaign, message=message)
+
+    @extend_schema(
+        operation_id="campaigns_cancel",
+        request=None,
+        responses={200: s.CampaignEnvelopeSerializer, 404: ERROR, 409: ERROR},
+    )
+    def cancel(self, request, pk=None):
+        campaign = sending.campaign_cancel(campaign=self.get_object())
+        return wrapped(campaign, message="Campaign cancelled successfully")
+
+    @extend_schema(
+        operation_id="campaigns_test",
+        request=s.TestInputSerializer,
+        responses={200: s.MessageSerializer, 403: ERROR, 404: ERROR, 422: ERROR},
+    )
+    def test(self, request, pk=None):
+        campaign = self.get_object()
+        values = validate(s.TestInputSerializer, request.data)
+        return Response(
+            {"success": True, "message": sending.campaign_send_test(campaign=campaign, email=values["email"])}
+        )
+
+    @extend_schema(operation_id="campaigns_stats", responses={200: s.CampaignStatsSerializer, 404: ERROR})
+    def stats(self, request, pk=None):
+        campaign = selectors.campaign_with_recipients(self.get_object())
+        return Response(s.CampaignStatsSerializer(stats.campaign_stats(campaign=campaign)).data)

@@ -41,3 +41,19 @@ def test_send_now_action_calls_the_service(admin_client, create_campaign, audien
     assert "Started 1 campaign(s)." in page and "Nobody: Validation failed" in page
     assert Campaign.objects.get(pk=campaign["id"]).status == "SENDING"
     assert Campaign.objects.get(pk=empty["id"]).status == "DRAFT"
+
+
+def test_cancel_and_recount_actions(admin_client, create_campaign):
+    from django.utils import timezone
+
+    campaign = create_campaign()
+    Campaign.objects.filter(pk=campaign["id"]).update(
+        status="SCHEDULED", scheduled_for=timezone.now() + timezone.timedelta(days=1), sent_count=9
+    )
+    for action in ("cancel", "recount"):
+        response = admin_client.post(
+            "/admin/campaigns/campaign/", {"action": action, "_selected_action": [campaign["id"]]}, follow=True
+        )
+        assert response.status_code == 200
+    row = Campaign.objects.get(pk=campaign["id"])
+    assert (row.status, row.scheduled_for, row.sent_count) == ("DRAFT", None, 0)

@@ -217,6 +217,10 @@ ROUTES = [
     ("put", ""),
     ("delete", ""),
     ("post", "/duplicate"),
+    ("post", "/send"),
+    ("post", "/cancel"),
+    ("post", "/test"),
+    ("get", "/stats"),
 ]
 
 

@@ -18,25 +18,6 @@ from messaging.models import Email
 AUDIENCE = ["ann@example.test", "ben@example.test", "fay@example.test"]
 
 
-@pytest.fixture
-def committed(django_capture_on_commit_callbacks):
-    """Run `call()` and then what it queued for after its commit (eager Celery: the fan-out, the deliveries)."""
-
-    def run(call):
-        with django_capture_on_commit_callbacks(execute=True):
-            return call()
-
-    return run
-
-
-@pytest.fixture
-def send(secret_client, committed):
-    def post(campaign_id, body=None, client=secret_client):
-        return committed(lambda: client.post(f"/campaigns/{campaign_id}/send", body or {}, format="json"))
-
-    return post
-
-
 def recipients(sink) -> list[str]:
     return sorted(r.rcpt_tos[0] for r in sink.received)
 

@@ -138,7 +138,8 @@ def _email_row(
     # Never fails a send: content that does not render falls back to plain substitution.
     rendered = rendering.render_email(subject=content.subject, body=content.body, scope=scope, lenient=True)
     html = rendered.html
-    if tracking_applies(project=project, email_type=content.type):
+    # A test send is never tracked: its opens and clicks are the author's, not an audience's.
+    if content.source != Email.Source.TEST and tracking_applies(project=project, email_type=content.type):
         # Before the footer: its unsubscribe link is never tracked, and it stays the last thing of the body.
         html = with_tracking(html, email_id=email_id)
     if content.type == EmailType.MARKETING and contact is not None:
