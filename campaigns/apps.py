@@ -24,3 +24,14 @@ class CampaignsConfig(AppConfig):
         from contacts.signals import events_recorded
 
         events_recorded.connect(on_events_recorded, dispatch_uid="campaigns.stats")
+
+        from campaigns.activity import SOURCE, Directory, campaigns_upcoming
+        from messaging.insights.registry import (
+            register_activity_source,
+            register_campaign_directory,
+            register_upcoming_provider,
+        )
+
+        register_activity_source(SOURCE)
+        register_upcoming_provider("campaigns", campaigns_upcoming)
+        register_campaign_directory(Directory())

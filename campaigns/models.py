@@ -59,6 +59,8 @@ class Campaign(models.Model):
     # a sent campaign keeps its figures when its segment goes.
     segment = models.ForeignKey(Segment, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     scheduled_for = models.DateTimeField(null=True, blank=True)
+    # When it was last scheduled (the time of its `campaign.scheduled` activity item).
+    scheduled_at = models.DateTimeField(null=True, blank=True)
     sent_at = models.DateTimeField(null=True, blank=True)
     # The fan-out (an `accounts.jobs` job): its checkpoint is the cursor over the audience.
     job = models.ForeignKey(Job, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")

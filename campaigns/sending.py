@@ -103,8 +103,9 @@ def campaign_send(*, campaign: Campaign, scheduled_for=None) -> tuple[Campaign, 
     if not campaign_audience(campaign=campaign, now=now).exists():
         raise ValidationFailed.field("audienceType", "Campaign has no recipients", "custom")
     if when is not None:
-        campaign.status, campaign.scheduled_for, campaign.updated_at = CampaignStatus.SCHEDULED, when, now
-        campaign.save(update_fields=["status", "scheduled_for", "updated_at"])
+        campaign.status, campaign.scheduled_for, campaign.scheduled_at = CampaignStatus.SCHEDULED, when, now
+        campaign.updated_at = now
+        campaign.save(update_fields=["status", "scheduled_for", "scheduled_at", "updated_at"])
         return campaign, f"Campaign scheduled for {iso(when)}"
     campaign.scheduled_for = None
     _start(campaign, now=now)
