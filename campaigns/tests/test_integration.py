@@ -4,6 +4,7 @@ being delivered overtakes the campaign's queue."""
 
 import signal
 from collections import Counter
+from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
@@ -14,6 +15,7 @@ from accounts.jobs import jobs_requeue_stalled
 from accounts.models import Job
 from campaigns.models import Campaign
 from campaigns.tests.conftest import campaign_body
+from config.celery import app
 from config.tests.processes import celery_worker, wait_until
 from contacts.models import Contact
 from messaging.models import Email
@@ -38,6 +40,15 @@ def _start(secret_client) -> str:
     response = secret_client.post(f"/campaigns/{campaign['id']}/send", {}, format="json")
     assert response.status_code == 200, response.json()
     return campaign["id"]
+
+
+@contextmanager
+def _purged_afterwards():
+    """The campaign's delivery tasks left on the broker are dropped, not handed to the next test's worker."""
+    try:
+        yield
+    finally:
+        app.control.purge()
 
 
 def _publish_stranded() -> None:
@@ -69,7 +80,10 @@ def test_killing_the_fan_out_worker_neither_skips_nor_repeats_a_recipient(
     wait_until(lambda: jobs_requeue_stalled() == 1, timeout=10, what="the lease to expire")
     with celery_worker(pool="solo", **env):
         wait_until(lambda: Job.objects.get(pk=job_id).status == "COMPLETED", timeout=120, what="the fan-out")
-        _publish_stranded()
+    # The delivery tasks the killed worker had taken are gone with it; a few minutes on, the sweeper publishes
+    # their rows again (with no worker running, no row is SENDING under a live lease).
+    _publish_stranded()
+    with celery_worker(pool="solo", **env):
         wait_until(
             lambda: not Email.objects.filter(campaign_id=campaign_id, status__in=["QUEUED", "SENDING"]).exists(),
             timeout=180,
@@ -90,7 +104,7 @@ def test_transactional_mail_overtakes_a_campaign_being_delivered(
         pytest.skip("task priorities need the Redis broker")
     env = {"EMAIL_URL": f"smtp://{smtp_sink.host}:{smtp_sink.port}"}
     campaign_id = _start(secret_client)
-    with celery_worker(concurrency=1, **env):
+    with _purged_afterwards(), celery_worker(concurrency=1, **env):
         wait_until(lambda: len(smtp_sink.received) >= 200, timeout=120, what="the campaign under way")
         before = len(smtp_sink.received)
         response = secret_client.post(
