@@ -81,8 +81,10 @@ def on_events_recorded(sender, project, events, **kwargs) -> None:
     if not any(event.name.startswith("email.") or event.name == UNSUBSCRIBED_EVENT for event in events):
         return
     try:
+        increments = campaign_increments(events)
+        if not increments:  # transactional mail: no transaction to open
+            return
         with transaction.atomic():
-            increments = campaign_increments(events)
             for campaign_id in sorted(increments):  # one lock order, so concurrent batches never deadlock
                 added = increments[campaign_id]
                 Campaign.objects.filter(pk=campaign_id, project=project).update(

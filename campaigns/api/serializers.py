@@ -31,7 +31,7 @@ class CampaignInputSerializer(TemplateInputSerializer):
         self.fields["from"].required = True
 
 
-class SegmentRefSerializer(OutputSerializer):
+class CampaignSegmentSerializer(OutputSerializer):
     id = serializers.UUIDField()
     name = serializers.CharField()
 
@@ -54,7 +54,7 @@ class CampaignOutputSerializer(TemplateOutputSerializer, CampaignCountersSeriali
     audienceType = serializers.ChoiceField(source="audience_type", choices=AudienceType.choices)
     audienceCondition = serializers.JSONField(source="audience_condition", allow_null=True)
     segmentId = serializers.UUIDField(source="segment_id", allow_null=True)
-    segment = SegmentRefSerializer(allow_null=True)
+    segment = CampaignSegmentSerializer(allow_null=True)
     scheduledFor = IsoDateTimeField(source="scheduled_for", allow_null=True)
     sentAt = IsoDateTimeField(source="sent_at", allow_null=True)
 
@@ -65,7 +65,7 @@ class CampaignEnvelopeSerializer(serializers.Serializer):
     message = serializers.CharField(required=False)
 
 
-class MessageSerializer(serializers.Serializer):
+class CampaignMessageSerializer(serializers.Serializer):
     success = serializers.BooleanField()
     message = serializers.CharField()
 
@@ -79,16 +79,16 @@ class CampaignPageSerializer(serializers.Serializer):
     totalPages = serializers.IntegerField()
 
 
-class SendInputSerializer(serializers.Serializer):
+class CampaignSendInputSerializer(serializers.Serializer):
     # Any JSON value: `campaigns.sending.parse_schedule` reads it (400 when it is not a date).
     scheduledFor = serializers.JSONField(required=False, allow_null=True)
 
 
-class TestInputSerializer(serializers.Serializer):
+class CampaignTestInputSerializer(serializers.Serializer):
     email = StrictEmailField(max_length=320)
 
 
-class CampaignStatsSerializer(CampaignCountersSerializer):
+class CampaignFiguresSerializer(CampaignCountersSerializer):
     openRate = serializers.FloatField(source="open_rate")
     clickRate = serializers.FloatField(source="click_rate")
     bounceRate = serializers.FloatField(source="bounce_rate")

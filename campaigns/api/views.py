@@ -85,7 +85,9 @@ class CampaignViewSet(ProjectScopedViewSet):
         values = validate(s.CampaignInputSerializer, request.data)
         return wrapped(services.campaign_replace(campaign=campaign, **values))
 
-    @extend_schema(operation_id="campaigns_delete", responses={200: s.MessageSerializer, 404: ERROR, 409: ERROR})
+    @extend_schema(
+        operation_id="campaigns_delete", responses={200: s.CampaignMessageSerializer, 404: ERROR, 409: ERROR}
+    )
     def destroy(self, request, pk=None):
         services.campaign_delete(campaign=self.get_object())
         return Response({"success": True, "message": "Campaign deleted successfully"})
@@ -98,12 +100,12 @@ class CampaignViewSet(ProjectScopedViewSet):
 
     @extend_schema(
         operation_id="campaigns_send",
-        request=s.SendInputSerializer,
+        request=s.CampaignSendInputSerializer,
         responses={200: s.CampaignEnvelopeSerializer, 400: ERROR, 403: ERROR, 404: ERROR, 409: ERROR, 422: ERROR},
     )
     def send(self, request, pk=None):
         campaign = self.get_object()
-        values = validate(s.SendInputSerializer, request.data)
+        values = validate(s.CampaignSendInputSerializer, request.data)
         campaign, message = sending.campaign_send(campaign=campaign, scheduled_for=values.get("scheduledFor"))
         return wrapped(campaign, message=message)
 
@@ -118,17 +120,17 @@ class CampaignViewSet(ProjectScopedViewSet):
 
     @extend_schema(
         operation_id="campaigns_test",
-        request=s.TestInputSerializer,
-        responses={200: s.MessageSerializer, 403: ERROR, 404: ERROR, 422: ERROR},
+        request=s.CampaignTestInputSerializer,
+        responses={200: s.CampaignMessageSerializer, 403: ERROR, 404: ERROR, 422: ERROR},
     )
     def test(self, request, pk=None):
         campaign = self.get_object()
-        values = validate(s.TestInputSerializer, request.data)
+        values = validate(s.CampaignTestInputSerializer, request.data)
         return Response(
             {"success": True, "message": sending.campaign_send_test(campaign=campaign, email=values["email"])}
         )
 
-    @extend_schema(operation_id="campaigns_stats", responses={200: s.CampaignStatsSerializer, 404: ERROR})
+    @extend_schema(operation_id="campaigns_stats", responses={200: s.CampaignFiguresSerializer, 404: ERROR})
     def stats(self, request, pk=None):
         campaign = selectors.campaign_with_recipients(self.get_object())
-        return Response(s.CampaignStatsSerializer(stats.campaign_stats(campaign=campaign)).data)
+        return Response(s.CampaignFiguresSerializer(stats.campaign_stats(campaign=campaign)).data)
