@@ -85,6 +85,30 @@ def _clear_cache():
 
 
 @pytest.fixture
+def smtp_sink(settings):
+    """Mail from the service goes to a real SMTP server on loopback for the duration of the test."""
+    from messaging.tests.smtp import start_sink
+
+    sink, controller = start_sink()
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = sink.host, sink.port
+    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
+    settings.EMAIL_HOST_USER = settings.EMAIL_HOST_PASSWORD = ""
+    yield sink
+    controller.stop()
+
+
+@pytest.fixture
+def real_broker():
+    """Tasks go to the configured broker for real workers (`config.tests.processes.celery_worker`), not run eagerly."""
+    from config.celery import app
+
+    app.conf.task_always_eager = False
+    yield
+    app.conf.task_always_eager = True
+
+
+@pytest.fixture
 def project(db) -> ProjectPersona:
     return make_persona("Alice's shop", "alice@example.test", verified_domains=("alice.test",))
 

@@ -3,7 +3,7 @@ from dataclasses import dataclass
 
 from accounts import keycache
 from accounts.keys import KeyKind, hash_key, kind_of
-from accounts.models import IdempotencyRecord, Project
+from accounts.models import IdempotencyRecord, Membership, Project
 from core.ratelimit import Window
 
 _PROJECT_AUTH_FIELDS = keycache.FIELDS
@@ -56,3 +56,8 @@ def api_key_lookup(*, token: str, window: Window | None = None) -> ApiKeyMatch |
 
 def idempotency_record_get(*, project: Project, key: str) -> IdempotencyRecord | None:
     return IdempotencyRecord.objects.filter(project=project, key=key).first()
+
+
+def project_has_member_email(*, project: Project, email: str) -> bool:
+    """Whether a user with this address (any case) is a member of the project."""
+    return Membership.objects.filter(project=project, user__email__iexact=email.strip()).exists()

@@ -4,3 +4,34 @@ from django.apps import AppConfig
 class CampaignsConfig(AppConfig):
     name = "campaigns"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        # The apps below learn about campaigns only through their hooks.
+        from campaigns.selectors import campaigns_using_field, campaigns_using_segment
+        from contacts.usage import register_field_usage
+        from segments.services import register_segment_delete_blocker
+
+        register_segment_delete_blocker(campaigns_using_segment)
+        register_field_usage("campaigns", campaigns_using_field)
+
+        from accounts.jobs import register_job_task
+        from campaigns import sending, tasks
+
+        # The jobs sweeper publishes a fan-out again when its worker or its message was lost.
+        register_job_task(sending.JOB_TYPE, lambda job_id: tasks.campaign_fan_out_task.delay(job_id))
+
+        from campaigns.stats import on_events_recorded
+        from contacts.signals import events_recorded
+
+        events_recorded.connect(on_events_recorded, dispatch_uid="campaigns.stats")
+
+        from campaigns.activity import SOURCE, Directory, campaigns_upcoming
+        from messaging.insights.registry import (
+            register_activity_source,
+            register_campaign_directory,
+            register_upcoming_provider,
+        )
+
+        register_activity_source(SOURCE)
+        register_upcoming_provider("campaigns", campaigns_upcoming)
+        register_campaign_directory(Directory())

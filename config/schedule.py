@@ -46,6 +46,19 @@ BEAT_SCHEDULE = {
         "schedule": timedelta(minutes=5),
         "options": {"expires": 4 * 60},
     },
+    # Campaigns: scheduled campaigns live in the database and start within a minute of their time (each claimed
+    # under its row lock, so overlapping runs never start one twice); SENDING campaigns whose emails are all
+    # terminal become SENT. A run left in the queue past the next one is useless.
+    "start-due-campaigns": {
+        "task": "campaigns.tasks.campaigns_start_due_task",
+        "schedule": timedelta(minutes=1),
+        "options": {"expires": 50},
+    },
+    "finish-sending-campaigns": {
+        "task": "campaigns.tasks.campaigns_finish_sending_task",
+        "schedule": timedelta(minutes=1),
+        "options": {"expires": 50},
+    },
     # Retention: rendered bodies older than EMAIL_BODY_RETENTION_DAYS are emptied, in bounded batches so one run
     # never holds locks for long; a backlog (first run, long outage) drains over successive runs.
     "clear-old-email-bodies": {

@@ -169,11 +169,12 @@ def events_delete_by_name(*, project: Project, name: str) -> int:
 
 
 def contact_subscription_set(
-    *, contact: Contact, subscribed: bool | None, source: str, save: bool = True
+    *, contact: Contact, subscribed: bool | None, source: str, save: bool = True, email_id=None
 ) -> Event | None:
     """The one place a single contact's subscription changes.
 
-    Records `contact.subscribed` / `contact.unsubscribed` when the value really changes and nothing otherwise.
+    Records `contact.subscribed` / `contact.unsubscribed` when the value really changes and nothing otherwise,
+    with `email_id` when the change came through the links of an email (a campaign counts its opt-outs by it).
     With `save=False` the caller saves the contact (together with its other changes) itself.
     """
     if subscribed is None or contact.subscribed == subscribed:
@@ -187,6 +188,7 @@ def contact_subscription_set(
         contact=contact,
         name=SUBSCRIBED_EVENT if subscribed else UNSUBSCRIBED_EVENT,
         data={"source": source},
+        email_id=email_id,
     )
 
 

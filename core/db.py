@@ -117,8 +117,9 @@ def mark_saved(objs: Sequence[Model]) -> None:
         obj._state.db = alias
 
 
-def insert_prepared(objs: Sequence[Model]) -> None:
-    """INSERT new instances of one model (primary keys set by the caller), as `bulk_create` would store them.
+def insert_prepared(objs: Sequence[Model], *, ignore_conflicts: bool = False) -> None:
+    """INSERT new instances of one model (primary keys set by the caller), as `bulk_create` would store them; with
+    `ignore_conflicts`, a row that would break a unique constraint is left out (`ON CONFLICT DO NOTHING`).
 
     On PostgreSQL the rows travel as one JSON array (`json_rows_insert`): one parameter and one prepared statement
     whatever the number of rows, where adapting a parameter per column of an email row cost more than the rest of
@@ -130,10 +131,11 @@ def insert_prepared(objs: Sequence[Model]) -> None:
     model = type(objs[0])
     fields, columns, as_json = _insert_plan(model, connection.vendor)
     table = connection.ops.quote_name(model._meta.db_table)
+    on_conflict = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
     with connection.cursor() as cursor:
         if as_json:
             sql, rows = json_rows_insert(objs)
-            execute_prepared(cursor, sql, [rows])
+            execute_prepared(cursor, sql + on_conflict, [rows])
         else:
             row = f"({_placeholders(len(fields))})"
             batch = connection.ops.bulk_batch_size(fields, objs)
@@ -143,6 +145,6 @@ def insert_prepared(objs: Sequence[Model]) -> None:
                     field.get_db_prep_save(field.pre_save(obj, True), connection) for obj in chunk for field in fields
                 ]
                 values = ", ".join([row] * len(chunk))
-                sql = f"INSERT INTO {table} ({columns}) VALUES {values}"  # noqa: S608 - names from the model
+                sql = f"INSERT INTO {table} ({columns}) VALUES {values}{on_conflict}"  # noqa: S608 - model names
                 execute_prepared(cursor, sql, params)
     mark_saved(objs)

@@ -9,7 +9,10 @@ Rooms (each a package with its own `api`/`views` module where it answers HTTP):
 - `insights`: the activity feed, analytics, the hourly stats rollup and retention.
 
 The boundary for the apps above (campaigns, workflows): they queue mail only through
-`messaging.sending.services.emails_queue` (with `SendContent`, the content of one send) and render only through
-`messaging.content.rendering` (`render_email`, `template_scope`, `check_syntax`). Nothing else of messaging is
-theirs to import; `messaging.models` for reads and foreign keys.
+`messaging.sending.services.emails_queue` (with `SendContent`, the content of one send, and `Address`), or
+`emails_queue_bulk` for a batch of existing contacts (a campaign's fan-out, delivered at a lower priority), and
+render only through `messaging.content.rendering` (`render_email`, `template_scope`, `check_syntax`). Content they
+save is checked by `messaging.content.services.content_check` and validated by the templates' input serializer
+(`messaging.content.serializers`). Nothing else of messaging is theirs to import; `messaging.models` for reads and
+foreign keys.
 """

@@ -4,7 +4,7 @@ from django.utils.html import format_html
 
 from core.errors import ServiceError, ValidationFailed
 from messaging.content.serializers import TemplateInputSerializer
-from messaging.content.services import template_check
+from messaging.content.services import content_check
 from messaging.feedback.reputation import project_reputation, project_reputation_reset
 from messaging.feedback.suppression import suppression_add, suppression_remove
 from messaging.models import (
@@ -38,7 +38,7 @@ class TemplateAdminForm(forms.ModelForm):
                 self.add_error(by_name.get(name), errors)
             return cleaned
         try:
-            template_check(project=cleaned["project"], values=serializer.validated_data)
+            content_check(project=cleaned["project"], values=serializer.validated_data)
         except ValidationFailed as refused:
             by_name = dict(self._api_fields())
             for error in refused.errors:

@@ -116,13 +116,21 @@ class Email(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        constraints = [
+            # A contact gets at most one email per campaign, however often a campaign's fan-out runs a batch
+            # (a killed or redelivered task). Also the index of a campaign's emails (campaign rows only).
+            models.UniqueConstraint(
+                fields=["campaign_id", "contact"],
+                name="email_campaign_contact",
+                condition=models.Q(campaign_id__isnull=False),
+            ),
+        ]
         indexes = [
             models.Index(fields=["project", "created_at"], name="email_project_created"),
             models.Index(fields=["status", "claimed_at"], name="email_status_claimed"),
             models.Index(fields=["contact", "created_at"], name="email_contact_created"),
             # Most emails have no template, campaign or attachments: only the rows that do are indexed.
             models.Index(fields=["template"], name="email_template", condition=models.Q(template__isnull=False)),
-            models.Index(fields=["campaign_id"], name="email_campaign", condition=models.Q(campaign_id__isnull=False)),
             models.Index(
                 fields=["attachments"], name="email_attachments", condition=models.Q(attachments__isnull=False)
             ),

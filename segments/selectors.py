@@ -8,7 +8,7 @@ from accounts.models import Project
 from contacts.models import Contact
 from core.pages import Page
 from segments.conditions import condition_q
-from segments.conditions.spec import condition_fields, segment_references
+from segments.conditions.spec import condition_fields, field_covers, segment_references
 from segments.models import Segment, SegmentMembership, SegmentType
 
 
@@ -72,7 +72,7 @@ def _segments_using(project: Project, uses) -> list[dict]:
 
 def segments_using_field(project: Project, field: str) -> list[dict]:
     """Usage finder of contact fields: `data.plan` is used by filters on `data.plan` and below (`data.plan.tier`)."""
-    return _segments_using(project, lambda used: used == field or used.startswith(field + "."))
+    return _segments_using(project, lambda used: field_covers(used, field))
 
 
 def segments_using_event(project: Project, name: str) -> list[dict]:

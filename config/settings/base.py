@@ -379,6 +379,9 @@ JOB_MAX_ATTEMPTS = env.int("JOB_MAX_ATTEMPTS", default=3)
 CONTACT_IMPORT_MAX_BYTES = env.int("CONTACT_IMPORT_MAX_BYTES", default=5 * 1024 * 1024)
 CONTACT_IMPORT_BATCH_SIZE = env.int("CONTACT_IMPORT_BATCH_SIZE", default=1000)
 
+# Campaigns: contacts rendered and inserted per step of a campaign's fan-out (one transaction, one checkpoint).
+CAMPAIGN_BATCH_SIZE = env.int("CAMPAIGN_BATCH_SIZE", default=1000)
+
 # Messaging
 SEND_ATTACHMENTS_MAX_BYTES = env.int("SEND_ATTACHMENTS_MAX_BYTES", default=10 * 1024 * 1024)
 SEND_MESSAGE_MAX_BYTES = env.int("SEND_MESSAGE_MAX_BYTES", default=40 * 1024 * 1024)

@@ -10,10 +10,11 @@ from messaging.models import Template
 TEMPLATE_FIELDS = ("name", "description", "subject", "body", "from_email", "from_name", "reply_to", "type")
 
 
-def template_check(*, project: Project, values: dict) -> None:
-    """The rules beyond a field's own shape, for every writer of templates (the API, the admin): a sender on a
-    verified domain (403), a subject and body that parse and render within the limits (422 at the field)."""
-    if values.get("from_email"):
+def content_check(*, project: Project, values: dict) -> None:
+    """The rules beyond a field's own shape, for every writer of saved content (templates and campaigns, through
+    the API or the admin), on the values given: the sender must be on a verified domain of the project (403), and
+    subject and body must parse (422 at the field, with line and column) and render within the limits."""
+    if "from_email" in values:
         sender_domain_for(project=project, address=values["from_email"])
     if values.get("subject"):
         rendering.check_syntax(field="subject", source=values["subject"], html=False)
@@ -23,7 +24,7 @@ def template_check(*, project: Project, values: dict) -> None:
 
 def template_create(*, project: Project, **values) -> Template:
     """Create a template; its sender must be on a verified domain (403) and its content must parse (422)."""
-    template_check(project=project, values=values)
+    content_check(project=project, values=values)
     template = Template(project=project, **{k: v for k, v in values.items() if k in TEMPLATE_FIELDS})
     template.full_clean()
     template.save()
@@ -32,7 +33,7 @@ def template_create(*, project: Project, **values) -> Template:
 
 def template_update(*, template: Template, **values) -> Template:
     changed = [name for name in TEMPLATE_FIELDS if name in values and getattr(template, name) != values[name]]
-    template_check(project=template.project, values={name: values[name] for name in changed})
+    content_check(project=template.project, values={name: values[name] for name in changed})
     for name in changed:
         setattr(template, name, values[name])
     if changed:

@@ -108,7 +108,7 @@ def _is_one_click(request) -> bool:
 def unsubscribe_page(request, contact: Contact, token: str) -> HttpResponse:
     if request.method == "GET":
         return render(request, "messaging/unsubscribe.html", {"contact": contact, "token": token})
-    contact_subscription_set(contact=contact, subscribed=False, source=SOURCE)
+    contact_subscription_set(contact=contact, subscribed=False, source=SOURCE, email_id=link_token_read(token)[1])
     if _is_one_click(request):
         # RFC 8058: the mail client only needs the status, nobody reads a page.
         return HttpResponse(status=200)
@@ -129,7 +129,9 @@ def manage_page(request, contact: Contact, token: str) -> HttpResponse:
     if request.method == "POST":
         action = request.POST.get("action", "")
         if action == "unsubscribe":
-            contact_subscription_set(contact=contact, subscribed=False, source=SOURCE)
+            contact_subscription_set(
+                contact=contact, subscribed=False, source=SOURCE, email_id=link_token_read(token)[1]
+            )
             notice = "You are unsubscribed."
         elif action == "subscribe":
             contact_subscription_set(contact=contact, subscribed=True, source=SOURCE)

@@ -4,6 +4,7 @@ hour of its first occurrence (the `<kind>_at` column of the email row, which the
 
 import logging
 from collections import defaultdict
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 from django.db import DatabaseError, connection, transaction
@@ -53,15 +54,24 @@ def _occurred_at(event: Event, stamp_key: str | None) -> datetime:
     return stamp or event.created_at
 
 
-def _increments(events) -> dict[tuple, dict[str, int]]:
-    grouped: dict[tuple, dict[str, int]] = defaultdict(lambda: dict.fromkeys(COUNTS, 0))
+def counted_events(events) -> Iterator[tuple[Event, str]]:
+    """(event, count) for each of `events` that is an email's first occurrence of a kind of COUNTS: what sets the
+    email row's `<kind>_at`. The rollup counts these, and so does every other figure kept from the events (a
+    campaign's counters)."""
     for event in events:
         kind = EVENT_COUNTS.get(event.name)
         if kind is None:
             continue
-        column, stamp_key, condition = kind
+        column, _stamp_key, condition = kind
         if condition and event.data.get(condition[0]) != condition[1]:
             continue
+        yield event, column
+
+
+def _increments(events) -> dict[tuple, dict[str, int]]:
+    grouped: dict[tuple, dict[str, int]] = defaultdict(lambda: dict.fromkeys(COUNTS, 0))
+    for event, column in counted_events(events):
+        stamp_key = EVENT_COUNTS[event.name][1]
         grouped[(event.project_id, hour_of(_occurred_at(event, stamp_key)))][column] += 1
     return grouped
 

@@ -33,17 +33,23 @@ from core.commit import after_commit
 logger = logging.getLogger(__name__)
 _QUEUE = "delivery:waiting"
 _TAKE = 1000
+# Bulk mail (campaign batches) waits behind everything else. On Redis, kombu keeps a list per priority step and a
+# worker reads the lists in order, 0 (the default of every other task) first and 9 last, so a delivery task of a
+# campaign is taken only when no transactional one is waiting. (The filesystem broker of the embedded install is
+# first in, first out.)
+BULK_PRIORITY = 9
 
 
-def delivery_tasks_publish(email_ids: list[str]) -> None:
+def delivery_tasks_publish(email_ids: list[str], *, priority: int | None = None) -> None:
     """Publish delivery tasks of up to `DELIVERY_BATCH_SIZE` ids; a broker failure is logged (the sweeper retries)."""
     from messaging.tasks import deliver_emails_task
 
+    options = {} if priority is None else {"priority": priority}
     size = settings.DELIVERY_BATCH_SIZE
     for start in range(0, len(email_ids), size):
         batch = email_ids[start : start + size]
         try:
-            deliver_emails_task.delay(batch)
+            deliver_emails_task.apply_async(args=[batch], **options)
         except Exception:
             logger.exception("Could not queue %d email(s) for delivery; the sweeper will send them", len(batch))
 
@@ -146,6 +152,17 @@ def enqueue_delivery(email_ids: list) -> None:
     ids = [str(email_id) for email_id in email_ids]
     if ids:
         after_commit(lambda: _committed(ids), what=f"hand {len(ids)} email(s) over to delivery (the sweeper will)")
+
+
+def enqueue_bulk_delivery(email_ids: list) -> None:
+    """Bulk mail: published straight from the commit as delivery tasks of `BULK_PRIORITY` (its ids come a batch at a
+    time, so the handover list that gathers single requests has nothing to add)."""
+    ids = [str(email_id) for email_id in email_ids]
+    if ids:
+        after_commit(
+            lambda: delivery_tasks_publish(ids, priority=BULK_PRIORITY),
+            what=f"publish {len(ids)} bulk email(s) for delivery (the sweeper will)",
+        )
 
 
 def emails_dispatch() -> int:

@@ -32,7 +32,7 @@ from messaging.engagement.tracking import tracking_applies, with_tracking
 from messaging.feedback.suppression import recipients_check_suppressed
 from messaging.models import AttachmentBundle, Email, EmailType, Template
 from messaging.sending import parse
-from messaging.sending.dispatch import enqueue_delivery
+from messaging.sending.dispatch import enqueue_bulk_delivery, enqueue_delivery
 from messaging.sending.mime import Attachment, insert_before_body_end
 from messaging.sending.parse import Address
 
@@ -124,8 +124,11 @@ def _email_row(
     variables: dict,
     bundle: AttachmentBundle | None,
     now,
+    fail_refused: bool = False,
 ) -> Email:
-    """One recipient's email row: rendered with its variables and its own signed links."""
+    """One recipient's email row: rendered with its variables and its own signed links. Content that this
+    recipient's data pushes past a rendering limit is refused (422), or with `fail_refused` gives a FAILED row
+    saying why (a campaign's batch goes on without that recipient's mail)."""
     email_id = uuid.uuid4()
     links = system_links(contact_id=contact.id, email_id=email_id) if contact else dict.fromkeys(PAGES, "#")
     scope = rendering.template_scope(
@@ -135,13 +138,26 @@ def _email_row(
         data=variables,
         links=links,
     )
-    # Never fails a send: content that does not render falls back to plain substitution.
-    rendered = rendering.render_email(subject=content.subject, body=content.body, scope=scope, lenient=True)
+    # Content that does not parse falls back to plain substitution; only a rendering limit refuses it.
+    try:
+        rendered = rendering.render_email(subject=content.subject, body=content.body, scope=scope, lenient=True)
+    except ValidationFailed as refused:
+        if not fail_refused:
+            raise
+        rendered = rendering.RenderedContent(subject=content.subject, html="")
+        failure = f"Not rendered: {refused.errors[0]['field']}: {refused.errors[0]['message']}"
+    else:
+        failure = ""
     html = rendered.html
-    if tracking_applies(project=project, email_type=content.type):
+    # A test send is never tracked: its opens and clicks are the author's, not an audience's.
+    if (
+        not failure
+        and content.source != Email.Source.TEST
+        and tracking_applies(project=project, email_type=content.type)
+    ):
         # Before the footer: its unsubscribe link is never tracked, and it stays the last thing of the body.
         html = with_tracking(html, email_id=email_id)
-    if content.type == EmailType.MARKETING and contact is not None:
+    if content.type == EmailType.MARKETING and contact is not None and not failure:
         html = with_unsubscribe_footer(html, links["unsubscribeUrl"])
     email = Email(
         id=email_id,
@@ -165,10 +181,13 @@ def _email_row(
         created_at=now,
         updated_at=now,
     )
-    if _estimated_size(email, bundle) > settings.SEND_MESSAGE_MAX_BYTES:
-        raise ValidationFailed.field(
-            "body", f"The message would exceed {settings.SEND_MESSAGE_MAX_BYTES} bytes", "too_big"
-        )
+    if not failure and _estimated_size(email, bundle) > settings.SEND_MESSAGE_MAX_BYTES:
+        too_big = f"The message would exceed {settings.SEND_MESSAGE_MAX_BYTES} bytes"
+        if not fail_refused:
+            raise ValidationFailed.field("body", too_big, "too_big")
+        email.html, failure = "", f"Not rendered: body: {too_big}"
+    if failure:
+        email.status, email.last_error = Email.Status.FAILED, failure
     return email
 
 
@@ -257,6 +276,36 @@ def emails_queue(
         insert_prepared(emails)
         enqueue_delivery([email.id for email in emails])
     return queued
+
+
+def emails_queue_bulk(*, project: Project, contacts: list[Contact], content: SendContent) -> None:
+    """Queue one email per contact of a batch whose audience was chosen by the caller (a campaign's fan-out): each
+    rendered with the contact's data, all inserted in one statement, and handed to delivery at `BULK_PRIORITY`
+    after the commit. The contacts are not upserted (they exist) and nothing is checked per recipient.
+
+    A contact that already has an email of `content.campaign_id` is left out by the unique constraint on
+    (campaign, contact): a batch run twice queues nothing twice. (Its id is still published; delivery's claim
+    finds no such row.)"""
+    if not contacts:
+        return
+    domain = sender_domain_for(project=project, address=content.sender.email)
+    now = timezone.now()
+    emails = [
+        _email_row(
+            project=project,
+            content=content,
+            domain_name=domain.name,
+            to=Address(email=contact.email),
+            contact=contact,
+            variables=contact.data,
+            bundle=None,
+            now=now,
+            fail_refused=True,
+        )
+        for contact in contacts
+    ]
+    insert_prepared(emails, ignore_conflicts=True)
+    enqueue_bulk_delivery([email.id for email in emails])
 
 
 def emails_send_request(*, project: Project, body: dict, raw: dict) -> list[Queued]:

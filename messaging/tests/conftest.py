@@ -6,19 +6,6 @@ from config.tests.wsgi import wsgi_call
 from conftest import REDIS_URL  # noqa: F401 - the tests of this folder import it from here
 from contacts.models import Contact
 from messaging.models import Email
-from messaging.tests.smtp import start_sink
-
-
-@pytest.fixture
-def smtp_sink(settings):
-    """Mail from the service goes to a real SMTP server on loopback for the duration of the test."""
-    sink, controller = start_sink()
-    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    settings.EMAIL_HOST, settings.EMAIL_PORT = sink.host, sink.port
-    settings.EMAIL_USE_TLS = settings.EMAIL_USE_SSL = False
-    settings.EMAIL_HOST_USER = settings.EMAIL_HOST_PASSWORD = ""
-    yield sink
-    controller.stop()
 
 
 @pytest.fixture(params=["django", "served"])

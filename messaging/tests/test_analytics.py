@@ -255,7 +255,17 @@ def campaign_emails(project):
     return first, second
 
 
-def test_top_campaigns_and_stats_from_the_emails(campaign_emails, secret_client):
+@pytest.fixture
+def directory():
+    """The campaign directory in force, put back after the test (the campaigns app registers one)."""
+    saved = registry.campaign_directory()
+    yield registry
+    registry.register_campaign_directory(saved)
+
+
+def test_top_campaigns_and_stats_from_the_emails(campaign_emails, secret_client, directory):
+    """Without a campaigns app's directory, campaigns are only ids on the emails."""
+    directory.register_campaign_directory(CampaignDirectory())
     first, second = campaign_emails
     top = secret_client.get("/analytics/top-campaigns").json()
     assert top == [
@@ -290,7 +300,7 @@ def test_top_campaigns_and_stats_from_the_emails(campaign_emails, secret_client)
     }
 
 
-def test_campaign_directory_names_campaigns(campaign_emails, secret_client):
+def test_campaign_directory_names_campaigns(campaign_emails, secret_client, directory):
     first, _ = campaign_emails
 
     class Directory(CampaignDirectory):
@@ -300,12 +310,9 @@ def test_campaign_directory_names_campaigns(campaign_emails, secret_client):
         def counts(self, *, project, since):
             return {"total": 5, "active": 2, "completed": 3}
 
-    registry.register_campaign_directory(Directory())
-    try:
-        top = secret_client.get("/analytics/top-campaigns").json()
-        stats = secret_client.get("/analytics/campaign-stats").json()
-    finally:
-        registry.register_campaign_directory(CampaignDirectory())
+    directory.register_campaign_directory(Directory())
+    top = secret_client.get("/analytics/top-campaigns").json()
+    stats = secret_client.get("/analytics/campaign-stats").json()
     assert (top[0]["name"], top[0]["subject"], top[1]["name"]) == ("Spring sale", "Spring!", None)
     assert stats == {"total": 5, "active": 2, "completed": 3, "averageOpenRate": 40.0, "averageClickRate": 20.0}
 

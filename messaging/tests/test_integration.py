@@ -8,7 +8,6 @@ import time
 import pytest
 from django.test import override_settings
 
-from config.celery import app
 from config.tests.processes import celery_worker, children, wait_until
 from messaging.models import Email
 from messaging.sending.delivery import emails_sweep
@@ -16,13 +15,6 @@ from messaging.tasks import deliver_emails_task
 from messaging.tests.smtp import start_sink
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def real_broker():
-    app.conf.task_always_eager = False
-    yield
-    app.conf.task_always_eager = True
 
 
 @pytest.fixture

@@ -23,7 +23,6 @@ from messaging.content.lexing import tokenize_expression, tokenize_liquid_lines,
 from messaging.engagement import tracking
 from messaging.sending.mime import html_to_text, insert_before_body_end
 
-
 # Each input takes 0.3 s or less on an idle machine of two cores, and took 11 to 125 s with the patterns these scans
 # replaced: the bound leaves room for a machine busy with other work and still catches a scan that is not linear.
 BOUND_SECONDS = 3.0

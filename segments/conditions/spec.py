@@ -140,6 +140,11 @@ def condition_fields(condition) -> list[str]:
     return found
 
 
+def field_covers(used: str, field: str) -> bool:
+    """Whether a filter on `used` reads the contact field `field`: `data.plan` covers `data.plan.tier`."""
+    return used == field or used.startswith(field + ".")
+
+
 def segment_references(condition) -> list[tuple[str, str]]:
     """(path of the filter's field, referenced segment id) of every `segment.<id>` filter of a tree, which may be
     unvalidated: malformed nodes are skipped."""

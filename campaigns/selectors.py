@@ -1,0 +1,73 @@
+from datetime import datetime
+
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.utils import timezone
+
+from accounts.models import Project
+from campaigns.models import EDITABLE, USES_SEGMENT, AudienceType, Campaign
+from contacts.models import Contact
+from messaging.models import EmailType, Suppression
+from segments.conditions import condition_q
+from segments.conditions.spec import condition_fields, field_covers
+from segments.selectors import segment_members
+
+CAMPAIGN_SORT = {"name": "name", "createdAt": "created_at", "updatedAt": "updated_at"}
+
+
+def campaign_audience(*, campaign: Campaign, now: datetime | None = None) -> QuerySet[Contact]:
+    """The contacts the campaign goes to, unordered: the project's contacts that are not suppressed and (unless the
+    campaign is TRANSACTIONAL) subscribed and not snoozed, restricted by the audience type. A segment is evaluated
+    now (a dynamic segment's condition, a static one's members) and a FILTERED condition through the same compiler."""
+    now = now or timezone.now()
+    if campaign.audience_type == AudienceType.SEGMENT:
+        if campaign.segment is None:
+            return Contact.objects.none()
+        contacts = segment_members(segment=campaign.segment, now=now).order_by()
+    else:
+        contacts = Contact.objects.filter(project_id=campaign.project_id)
+        if campaign.audience_type == AudienceType.FILTERED:
+            contacts = contacts.filter(condition_q(campaign.audience_condition, now=now))
+    suppressed = Suppression.objects.filter(project_id=OuterRef("project_id"), email=OuterRef("email"))
+    contacts = contacts.filter(~Exists(suppressed))
+    if campaign.type != EmailType.TRANSACTIONAL:
+        contacts = contacts.filter(Q(snoozed_until=None) | Q(snoozed_until__lte=now), subscribed=True)
+    return contacts
+
+
+def campaign_with_recipients(campaign: Campaign) -> Campaign:
+    """The campaign with `total_recipients` live while it is a plan (DRAFT, SCHEDULED); once sent it is the
+    number of emails created, as stored."""
+    if campaign.status in EDITABLE:
+        campaign.total_recipients = campaign_audience(campaign=campaign).count()
+    return campaign
+
+
+def campaign_list(
+    *, project: Project, status: str | None, search: str, sort: str, descending: bool
+) -> QuerySet[Campaign]:
+    campaigns = Campaign.objects.filter(project=project).select_related("segment")
+    if status:
+        campaigns = campaigns.filter(status=status)
+    if search:
+        campaigns = campaigns.filter(
+            Q(name__icontains=search) | Q(subject__icontains=search) | Q(from_email__icontains=search)
+        )
+    prefix = "-" if descending else ""
+    return campaigns.order_by(f"{prefix}{CAMPAIGN_SORT[sort]}", f"{prefix}id")
+
+
+def campaigns_using_segment(segment) -> str | None:
+    """The segments app's delete blocker: the campaigns that still need the segment, named with their status."""
+    rows = Campaign.objects.filter(segment=segment, status__in=USES_SEGMENT).order_by("created_at", "id")
+    named = [f'"{name}" ({status})' for name, status in rows.values_list("name", "status")]
+    return f"used by campaign {', '.join(named)}" if named else None
+
+
+def campaigns_using_field(project: Project, field: str) -> list[dict]:
+    """Field usage: the campaigns whose audience condition filters on `field` or below it (`data.plan.tier`)."""
+    campaigns = Campaign.objects.filter(project=project).exclude(audience_condition=None).order_by("created_at", "id")
+    return [
+        {"id": str(c.id), "name": c.name}
+        for c in campaigns
+        if any(field_covers(used, field) for used in condition_fields(c.audience_condition))
+    ]

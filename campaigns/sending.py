@@ -1,0 +1,253 @@
+"""Sending a campaign: now or at a set time, the fan-out of its emails, its end, a cancel, and test messages.
+
+1. `campaign_send` (the API, the admin) starts a campaign at once or schedules it; the schedule lives in the
+   database, so restarting every process loses none.
+2. `campaigns_start_due` (celery-beat, every minute) starts the scheduled campaigns that are due. Each is claimed
+   under a row lock and re-checked, so two overlapping runs never start one twice.
+3. Starting creates the fan-out job (`accounts.jobs`, type `campaign_send`), published after the commit;
+   `jobs_requeue_stalled` publishes it again if its message is lost or its worker dies.
+4. The fan-out (`campaign_fan_out`) walks the audience in keyset batches ordered by email (the (project, email)
+   index), and per batch, in one transaction: renders and inserts the emails (`emails_queue_bulk`), and records
+   the last email as the job's checkpoint. A worker that dies loses at most its uncommitted batch, and the next
+   resumes after the checkpoint; the unique (campaign, contact) constraint makes a batch done twice harmless.
+   Only one batch of contacts is in memory at a time.
+5. `campaign_finish` moves SENDING to SENT once the fan-out job has finished (a fan-out that failed for good ends
+   the campaign with the emails it made, the error on its job) and none of the campaign's emails is QUEUED or
+   SENDING; the fan-out calls it when it ends and `campaigns_finish_sending` (every minute) afterwards.
+"""
+
+import logging
+from datetime import UTC, datetime, time
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
+
+from accounts.jobs import Report, job_create, job_run
+from accounts.models import Job
+from accounts.selectors import project_has_member_email
+from campaigns.models import Campaign, CampaignStatus
+from campaigns.selectors import campaign_audience
+from campaigns.services import require_editable
+from core.commit import after_commit
+from core.errors import BadRequest, Conflict, ErrorCode, Forbidden, ValidationFailed
+from core.time import iso
+from messaging.content.services import content_check
+from messaging.models import Email
+from messaging.sending.services import Address, SendContent, email_send_test, emails_queue_bulk
+
+logger = logging.getLogger(__name__)
+JOB_TYPE = "campaign_send"
+_UNFINISHED = (Email.Status.QUEUED, Email.Status.SENDING)
+
+
+def parse_schedule(value) -> datetime | None:
+    """`scheduledFor` as given: null, an ISO 8601 date-time (UTC when it names no offset), a date (its midnight UTC)
+    or milliseconds since the epoch, as a JavaScript date parser takes them. Anything else is 400."""
+    if value is None:
+        return None
+    moment = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            moment = datetime.fromtimestamp(value / 1000, tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            moment = None
+    elif isinstance(value, str):
+        text = value.strip()
+        try:
+            moment = parse_datetime(text)
+            if moment is None and (day := parse_date(text)) is not None:
+                moment = datetime.combine(day, time(), tzinfo=UTC)
+        except ValueError:  # well-formed but impossible (2026-02-30)
+            moment = None
+    if moment is None:
+        raise BadRequest(
+            f"scheduledFor {value!r} is not a date; send an ISO 8601 date-time such as 2026-12-01T09:00:00Z",
+            details={"field": "scheduledFor"},
+        )
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _publish(job_id) -> None:
+    from campaigns.tasks import campaign_fan_out_task
+
+    campaign_fan_out_task.delay(str(job_id))
+
+
+def _start(campaign: Campaign, *, now: datetime) -> None:
+    """SENDING from now, with its fan-out job (published once the caller's transaction commits). The row is the
+    caller's, locked."""
+    job = job_create(project=campaign.project, type=JOB_TYPE, params={"campaignId": str(campaign.id)})
+    campaign.status = CampaignStatus.SENDING
+    campaign.sent_at = now
+    campaign.job = job
+    # The audience now, for the job's progress; the emails created replace it when the fan-out ends.
+    campaign.total_recipients = campaign_audience(campaign=campaign, now=now).count()
+    campaign.updated_at = now
+    campaign.save(update_fields=["status", "sent_at", "job", "total_recipients", "scheduled_for", "updated_at"])
+    # A publish lost with the broker is published again by the stalled-jobs sweeper.
+    after_commit(lambda: _publish(job.id), what=f"publish the fan-out job {job.id} (the stalled-jobs sweeper will)")
+
+
+@transaction.atomic
+def campaign_send(*, campaign: Campaign, scheduled_for=None) -> tuple[Campaign, str]:
+    """Send now (`scheduled_for` None) or schedule; returns the campaign and the message for the caller. Only from DRAFT or
+    SCHEDULED (409); `scheduled_for` must parse (400) and lie ahead (422); the sender must still be on a verified
+    domain (403); the audience must not be empty (422 at `audienceType`)."""
+    campaign = Campaign.objects.select_for_update(of=("self",)).select_related("project", "segment").get(pk=campaign.pk)
+    require_editable(campaign)
+    when = parse_schedule(scheduled_for)
+    now = timezone.now()
+    if when is not None and when <= now:
+        raise ValidationFailed.field("scheduledFor", "Must be in the future", "custom", received=iso(when))
+    content_check(project=campaign.project, values={"from_email": campaign.from_email})
+    if not campaign_audience(campaign=campaign, now=now).exists():
+        raise ValidationFailed.field("audienceType", "Campaign has no recipients", "custom")
+    if when is not None:
+        campaign.status, campaign.scheduled_for, campaign.scheduled_at = CampaignStatus.SCHEDULED, when, now
+        campaign.updated_at = now
+        campaign.save(update_fields=["status", "scheduled_for", "scheduled_at", "updated_at"])
+        return campaign, f"Campaign scheduled for {iso(when)}"
+    campaign.scheduled_for = None
+    _start(campaign, now=now)
+    return campaign, "Campaign is being sent"
+
+
+def campaigns_start_due(*, limit: int = 100) -> int:
+    """Start the SCHEDULED campaigns whose time has come (all projects), soonest first; returns how many."""
+    now = timezone.now()
+    due = Campaign.objects.filter(status=CampaignStatus.SCHEDULED, scheduled_for__lte=now)
+    started = 0
+    for campaign_id in list(due.order_by("scheduled_for").values_list("id", flat=True)[:limit]):
+        with transaction.atomic():
+            # Claimed under its lock and re-checked: another run holding it, or a cancel meanwhile, leaves it.
+            campaign = (
+                due.select_for_update(skip_locked=True, of=("self",))
+                .select_related("project", "segment")
+                .filter(pk=campaign_id)
+                .first()
+            )
+            if campaign is not None:
+                _start(campaign, now=now)
+                started += 1
+    return started
+
+
+def _content(campaign: Campaign) -> SendContent:
+    return SendContent(
+        subject=campaign.subject,
+        body=campaign.body,
+        sender=Address(email=campaign.from_email, name=campaign.from_name or campaign.project.name),
+        reply_to=campaign.reply_to,
+        type=campaign.type,
+        source=Email.Source.CAMPAIGN,
+        campaign_id=campaign.id,
+    )
+
+
+def _still_sending(campaign: Campaign, job: Job) -> bool:
+    """Under the campaign's row lock, so that a cancel and a batch never interleave; a campaign cancelled back to
+    DRAFT and sent again has a new job, and the old one stops."""
+    return (
+        Campaign.objects.select_for_update()
+        .filter(pk=campaign.pk, status=CampaignStatus.SENDING, job_id=job.id)
+        .exists()
+    )
+
+
+def _fan_out(job: Job, report: Report) -> dict:
+    campaign = Campaign.objects.select_related("project", "segment").get(pk=job.params["campaignId"])
+    after, queued = job.checkpoint.get("after"), job.checkpoint.get("queued", 0)
+    content = _content(campaign)
+    # One clock for the whole audience (conditions such as "within 7 days"): the moment sending started.
+    audience = campaign_audience(campaign=campaign, now=campaign.sent_at).only("id", "email", "data", "subscribed")
+    total = max(campaign.total_recipients, 1)
+    while True:
+        batch = audience.filter(email__gt=after) if after is not None else audience
+        contacts = list(batch.order_by("email")[: settings.CAMPAIGN_BATCH_SIZE])
+        if not contacts:
+            return {"queued": queued}
+        with transaction.atomic():
+            if not _still_sending(campaign, job):
+                return {"queued": queued, "stopped": True}
+            emails_queue_bulk(project=campaign.project, contacts=contacts, content=content)
+            after, queued = contacts[-1].email, queued + len(contacts)
+            report(min(99, queued * 100 // total), {"queued": queued}, {"after": after, "queued": queued})
+
+
+def campaign_fan_out(*, job_id) -> None:
+    """Run (or resume) a campaign's fan-out job, then count its emails and end it if they are all delivered."""
+    job = job_run(job_id, _fan_out)
+    if job is None:  # another worker holds it, or it had ended
+        return
+    campaign_id = job.params["campaignId"]
+    Campaign.objects.filter(pk=campaign_id).update(
+        total_recipients=Email.objects.filter(campaign_id=campaign_id).count()
+    )
+    campaign_finish(campaign_id=campaign_id)
+
+
+def campaign_finish(*, campaign_id) -> bool:
+    """SENDING -> SENT once the fan-out has ended and every email of the campaign is terminal (neither QUEUED nor
+    SENDING); returns whether it moved."""
+    with transaction.atomic():
+        campaign = (
+            Campaign.objects.select_for_update(of=("self",))
+            .select_related("job")
+            .filter(pk=campaign_id, status=CampaignStatus.SENDING)
+            .first()
+        )
+        # A fan-out that failed for good (its error is on the job) ends the campaign with the emails it made.
+        if campaign is None or (campaign.job is not None and campaign.job.finished_at is None):
+            return False
+        if Email.objects.filter(campaign_id=campaign.id, status__in=_UNFINISHED).exists():
+            return False
+        campaign.status, campaign.updated_at = CampaignStatus.SENT, timezone.now()
+        campaign.save(update_fields=["status", "updated_at"])
+    logger.info("Campaign %s sent", campaign_id)
+    return True
+
+
+def campaigns_finish_sending() -> int:
+    """`campaign_finish` for every SENDING campaign (all projects); returns how many became SENT."""
+    sending = Campaign.objects.filter(status=CampaignStatus.SENDING).values_list("id", flat=True)
+    return sum(campaign_finish(campaign_id=campaign_id) for campaign_id in list(sending))
+
+
+@transaction.atomic
+def campaign_cancel(*, campaign: Campaign) -> Campaign:
+    """Stop a SCHEDULED or SENDING campaign (else 409). Its emails not yet claimed by delivery become CANCELLED
+    (the fan-out stops before its next batch). If none of its emails had been handed to delivery, the campaign goes
+    back to DRAFT, its cancelled emails removed and its schedule cleared, as if it had never been sent; otherwise it
+    is CANCELLED."""
+    campaign = Campaign.objects.select_for_update(of=("self",)).select_related("segment").get(pk=campaign.pk)
+    if campaign.status not in (CampaignStatus.SCHEDULED, CampaignStatus.SENDING):
+        raise Conflict(
+            f"Campaign is {campaign.status}; only a SCHEDULED or SENDING campaign can be cancelled",
+            code=ErrorCode.CAMPAIGN_NOT_EDITABLE,
+            details={"status": campaign.status},
+        )
+    now = timezone.now()
+    emails = Email.objects.filter(campaign_id=campaign.id)
+    # First the unclaimed rows, in one statement: a row delivery claims meanwhile is SENDING and stays out.
+    emails.filter(status=Email.Status.QUEUED).update(status=Email.Status.CANCELLED, updated_at=now)
+    if emails.exclude(status=Email.Status.CANCELLED).exists():
+        campaign.status = CampaignStatus.CANCELLED
+    else:
+        emails.delete()
+        campaign.status, campaign.scheduled_for, campaign.sent_at = CampaignStatus.DRAFT, None, None
+    campaign.updated_at = now
+    campaign.save(update_fields=["status", "scheduled_for", "sent_at", "updated_at"])
+    return campaign
+
+
+def campaign_send_test(*, campaign: Campaign, email: str) -> str:
+    """One test message of the campaign to a project member's address (else 403), rendered with that address's
+    contact data if it has any, subject prefixed `[TEST] `, untracked and not counted (`email_send_test`)."""
+    if not project_has_member_email(project=campaign.project, email=email):
+        raise Forbidden("Test emails can only be sent to project members", details={"email": email})
+    content = _content(campaign)
+    content.campaign_id = None  # a test is not one of the campaign's emails
+    email_send_test(project=campaign.project, to=Address(email=email), content=content)
+    return f"Test email sent to {email}"
