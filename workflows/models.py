@@ -92,6 +92,10 @@ class Workflow(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def trigger_config(self) -> dict:
+        return {"eventName": self.event_name or None}
+
 
 class WorkflowStep(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -155,6 +159,15 @@ class WorkflowTransition(models.Model):
     def __str__(self) -> str:
         label = self.branch or self.wait_outcome
         return f"{self.from_step_id} -> {self.to_step_id}" + (f" [{label}]" if label else "")
+
+    # The API writes "none" as null.
+    @property
+    def branch_or_none(self) -> str | None:
+        return self.branch or None
+
+    @property
+    def wait_outcome_or_none(self) -> str | None:
+        return self.wait_outcome or None
 
 
 class WorkflowExecution(models.Model):
@@ -222,6 +235,10 @@ class WorkflowExecution(models.Model):
     def active(self) -> bool:
         return self.status in ACTIVE_STATUSES
 
+    @property
+    def exit_reason_or_none(self) -> str | None:
+        return self.exit_reason or None
+
 
 class WorkflowStepExecution(models.Model):
     """One step of one execution. (execution, step) is unique: without cycles a step is reached at most once per
@@ -248,3 +265,7 @@ class WorkflowStepExecution(models.Model):
 
     def __str__(self) -> str:
         return f"{self.step_id} of {self.execution_id} ({self.status})"
+
+    @property
+    def error_or_none(self) -> str | None:
+        return self.error or None

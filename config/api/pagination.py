@@ -13,6 +13,8 @@ from typing import Any
 
 from django.core import signing
 from django.db.models import Q, QuerySet
+from drf_spectacular.utils import extend_schema_serializer
+from rest_framework import serializers
 from rest_framework.serializers import BaseSerializer
 
 from core.errors import BadRequest, ValidationFailed
@@ -129,3 +131,16 @@ def numbered_page_envelope(page: Page, serializer: type[BaseSerializer]) -> dict
         "pageSize": page.page_size,
         "totalPages": page.total_pages,
     }
+
+
+def numbered_page_serializer(name: str, rows: type[BaseSerializer]) -> type[serializers.Serializer]:
+    """The schema of `numbered_page_envelope` over rows written by `rows`: a class named `name`."""
+    fields = {
+        "data": rows(many=True),
+        "total": serializers.IntegerField(),
+        "page": serializers.IntegerField(),
+        "pageSize": serializers.IntegerField(),
+        "totalPages": serializers.IntegerField(),
+    }
+    # many=False: the schema of the envelope itself, not of a list of them.
+    return extend_schema_serializer(many=False)(type(name, (serializers.Serializer,), fields))
