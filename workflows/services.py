@@ -44,6 +44,7 @@ def _default_name(step_type: str) -> str:
 # Workflows --------------------------------------------------------------------------------------------------------
 
 
+@transaction.atomic
 def workflow_create(*, project: Project, name: str, description: str = "", event_name: str = "") -> Workflow:
     """A disabled EVENT workflow with its TRIGGER step."""
     workflow = Workflow(project=project, name=name, description=description, event_name=event_name)
@@ -139,6 +140,7 @@ def workflow_delete(*, workflow: Workflow) -> None:
 # Steps ------------------------------------------------------------------------------------------------------------
 
 
+@transaction.atomic
 def step_add(
     *,
     workflow: Workflow,
@@ -151,6 +153,7 @@ def step_add(
     """Add a step; with `auto_connect`, link it after the last step that has no outgoing transition (not after an
     EXIT, which has none, nor after a CONDITION, whose branch must be chosen)."""
     cleaned = step_config_clean(project=workflow.project, step_type=step_type, config=config)
+    _lock_graph(workflow)
     leaf = _last_leaf(workflow) if auto_connect else None
     step = WorkflowStep(
         workflow=workflow,
@@ -171,6 +174,13 @@ def step_add(
 
 def _last_leaf(workflow: Workflow) -> WorkflowStep | None:
     return workflow.steps.filter(outgoing__isnull=True).order_by("created_at", "id").last()
+
+
+def _lock_graph(workflow: Workflow) -> None:
+    """Take the workflow's row lock for a graph edit: the loop check reads the whole graph, so two edits of one
+    workflow at once could each pass it and together close a loop; with the lock, the second reads the first's
+    result. (No-op on SQLite, whose writers are serialised anyway.)"""
+    list(Workflow.objects.select_for_update().filter(pk=workflow.pk).values_list("pk", flat=True))
 
 
 def _touch(workflow: Workflow) -> None:
@@ -211,6 +221,7 @@ def _edges(workflow: Workflow) -> list[tuple]:
     return list(WorkflowTransition.objects.filter(workflow=workflow).values_list("from_step_id", "to_step_id"))
 
 
+@transaction.atomic
 def step_delete(*, step: WorkflowStep, splice: bool = False) -> None:
     """Delete a step and every step reachable only through it; with `splice`, delete only the step and point its
     incoming transitions at its successor instead. The TRIGGER cannot be deleted (409), nor a step an active
@@ -218,6 +229,7 @@ def step_delete(*, step: WorkflowStep, splice: bool = False) -> None:
     workflow = step.workflow
     if step.type == StepType.TRIGGER:
         raise Conflict("The trigger step cannot be deleted: every workflow starts with it")
+    _lock_graph(workflow)
     if splice:
         doomed = {step.id}
         outgoing = list(step.outgoing.all())
@@ -244,12 +256,14 @@ def step_delete(*, step: WorkflowStep, splice: bool = False) -> None:
 # Transitions ------------------------------------------------------------------------------------------------------
 
 
+@transaction.atomic
 def transition_add(
     *, workflow: Workflow, from_step_id, to_step_id, branch: str | None = None, wait_outcome: str | None = None
 ) -> WorkflowTransition:
     """Link two steps of the workflow, under the graph rules (decisions.md, Workflows): no loop, nothing into the
     TRIGGER, nothing out of an EXIT, one transition per CONDITION branch (required), one per WAIT_FOR_EVENT
     outcome (EVENT by default; TIMEOUT only with a timeout), at most one out of any other step."""
+    _lock_graph(workflow)
     steps = {step.id: step for step in workflow.steps.filter(id__in=[from_step_id, to_step_id])}
     source, target = steps.get(from_step_id), steps.get(to_step_id)
     errors = []

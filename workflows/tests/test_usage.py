@@ -76,3 +76,12 @@ def test_another_projects_workflows_are_not_listed(api, other_project, template)
     theirs = Api(client_with(other_project.keys.secret_key))
     theirs.workflow(name="Theirs", event="paid")
     assert api.call("get", "/events/paid/usage", status=200)["usedInWorkflows"] == []
+
+
+def test_deleting_a_project_removes_its_workflows_and_the_templates_they_use(api, project, template, contact):
+    workflow = api.workflow()
+    api.step(workflow, "SEND_EMAIL", {"templateId": str(template.id)})
+    api.enable(workflow)
+    api.start(workflow, contact)
+    project.project.delete()
+    assert not Template.objects.exists()
