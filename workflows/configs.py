@@ -166,6 +166,8 @@ def _condition(config: dict, errors: _Errors, project: Project) -> dict:
     except ValidationFailed as refused:
         for error in refused.errors:
             key = error["field"].removeprefix("config.groups.0.filters.0").lstrip(".")
+            if key == "field" and error["code"] == "invalid_string":
+                error = {**error, "message": error["message"] + ", or context.<path> (the execution's context)"}
             errors.items.append({**error, "field": f"config.{key}" if key else "config"})
     return filter_
 

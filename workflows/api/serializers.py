@@ -38,7 +38,7 @@ class AddableStepTypeField(serializers.ChoiceField):
         super().__init__(choices=ADDABLE_STEP_TYPES, **kwargs)
 
 
-@extend_schema_field({**_pattern(ExecutionStatus.values), "nullable": False})
+@extend_schema_field(_pattern(ExecutionStatus.values))
 class ExecutionStatusField(serializers.ChoiceField):
     def __init__(self, **kwargs):
         super().__init__(choices=ExecutionStatus.choices, **kwargs)

@@ -127,3 +127,10 @@ def test_cancel_all(live, api, project):
     assert api.call("post", f"/workflows/{live['id']}/executions/cancel-all", status=200) == {"cancelled": 2}
     assert api.call("post", f"/workflows/{live['id']}/executions/cancel-all", status=200) == {"cancelled": 0}
     assert sorted(WorkflowExecution.objects.values_list("status", flat=True)) == ["CANCELLED", "CANCELLED", "COMPLETED"]
+
+
+def test_the_list_takes_a_fixed_number_of_queries(live, api, project, django_assert_max_num_queries):
+    for index in range(5):
+        api.start(live, Contact.objects.create(project=project.project, email=f"p{index}@example.com"))
+    with django_assert_max_num_queries(8):
+        assert len(api.call("get", f"/workflows/{live['id']}/executions", status=200)["data"]) == 5

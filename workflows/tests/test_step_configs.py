@@ -141,3 +141,10 @@ def test_a_template_of_another_project_is_refused(api, other_project):
     error = api.step(workflow, "SEND_EMAIL", {"templateId": str(theirs.id)}, status=422)["error"]
     assert error["errors"][0]["field"] == "config.templateId"
     assert "not found in this project" in error["errors"][0]["message"]
+
+
+def test_an_unknown_condition_field_names_the_context_form_too(api):
+    workflow = api.workflow()
+    error = api.step(workflow, "CONDITION", {"field": "context.", "operator": "exists"}, status=422)["error"]
+    assert error["errors"][0]["field"] == "config.field"
+    assert error["errors"][0]["message"].endswith("or context.<path> (the execution's context)")
