@@ -37,6 +37,10 @@ def _trigger_name(event_name: str) -> str:
     return f"Trigger: {event_name}"[:255] if event_name else "Trigger"
 
 
+def _error(field: str, message: str, code: str = "custom") -> dict:
+    return {"field": field, "message": message, "code": code}
+
+
 def _default_name(step_type: str) -> str:
     return step_type.replace("_", " ").capitalize()
 
@@ -106,23 +110,16 @@ def workflow_missing(*, workflow: Workflow) -> list[dict]:
     trigger, a transition out of the TRIGGER, and a sender on a verified domain for every SEND_EMAIL template."""
     missing = []
     if workflow.trigger_type == TriggerType.EVENT and not workflow.event_name:
-        missing.append(
-            {"field": "triggerConfig.eventName", "message": "An EVENT trigger needs an event name", "code": "custom"}
-        )
+        missing.append(_error("triggerConfig.eventName", "An EVENT trigger needs an event name"))
     if not WorkflowTransition.objects.filter(workflow=workflow, from_step__type=StepType.TRIGGER).exists():
-        missing.append({"field": "steps", "message": "The trigger is not connected to a first step", "code": "custom"})
+        missing.append(_error("steps", "The trigger is not connected to a first step"))
     sends = workflow.steps.filter(type=StepType.SEND_EMAIL).select_related("template").order_by("created_at")
     for step in sends:
         try:
             sender_domain_for(project=workflow.project, address=step.template.from_email)
         except ServiceError as refused:
-            missing.append(
-                {
-                    "field": f"steps.{step.id}.config.templateId",
-                    "message": f'Step "{step.name}": template "{step.template.name}" cannot send: {refused.message}',
-                    "code": "custom",
-                }
-            )
+            message = f'Step "{step.name}": template "{step.template.name}" cannot send: {refused.message}'
+            missing.append(_error(f"steps.{step.id}.config.templateId", message))
     return missing
 
 
@@ -188,13 +185,17 @@ def _touch(workflow: Workflow) -> None:
     workflow.save(update_fields=["updated_at"])
 
 
+@transaction.atomic
 def step_update(*, step: WorkflowStep, name=UNSET, position=UNSET, config=UNSET) -> WorkflowStep:
+    """Rename, move or reconfigure a step (its type stays). A new config is checked whole, and a WAIT_FOR_EVENT
+    keeps its timeout while a TIMEOUT transition leaves it."""
     fields = []
     if config is not UNSET:
         if step.type == StepType.TRIGGER:
             raise ValidationFailed.field(
                 "config", "The trigger's event is set on the workflow (triggerConfig.eventName)", "custom"
             )
+        _lock_graph(step.workflow)
         step.config = step_config_clean(project=step.workflow.project, step_type=step.type, config=config)
         step.template_id = step.config.get("templateId")
         fields += ["config", "template"]
@@ -291,10 +292,6 @@ def transition_add(
         raise _exit_taken(source, branch, wait_outcome) from None
     _touch(workflow)
     return transition
-
-
-def _error(field: str, message: str, code: str = "custom") -> dict:
-    return {"field": field, "message": message, "code": code}
 
 
 def _exit_label(source: WorkflowStep, branch: str | None, wait_outcome: str | None) -> tuple[str, str]:
