@@ -39,7 +39,8 @@ class _Errors:
     def add(self, key: str, message: str, code: str = "custom", received: Any = None) -> None:
         entry = {"field": f"config.{key}" if key else "config", "message": message, "code": code}
         if received is not None:
-            entry["received"] = received
+            # What was sent: a string as it is, anything else by its JSON type.
+            entry["received"] = received if isinstance(received, str) else json_type(received)
         self.items.append(entry)
 
     def required(self, config: dict, key: str) -> bool:
@@ -176,11 +177,12 @@ def _webhook(config: dict, errors: _Errors, project: Project) -> dict:
     cleaned: dict = {"method": "POST"}
     if errors.required(config, "url"):
         url = errors.string(config, "url", max_length=2048)
-        if url is not None and _url_problem(url) is None:
+        problem = webhook_url_problem(url) if url is not None else None
+        if problem:
+            errors.add("url", problem, "invalid_string")
+        elif url is not None:
             errors.liquid("url", url)
             cleaned["url"] = url
-        elif url is not None:
-            errors.add("url", _url_problem(url), "invalid_string")
     method = config.get("method")
     if method is not None:
         if method not in WEBHOOK_METHODS:
@@ -196,9 +198,9 @@ def _webhook(config: dict, errors: _Errors, project: Project) -> dict:
     return cleaned
 
 
-def _url_problem(url: str) -> str | None:
-    """Why a webhook URL is refused before anything renders it, or None. Liquid may fill in a path or a query, never
-    the scheme or the host's credentials."""
+def webhook_url_problem(url: str) -> str | None:
+    """Why a webhook URL is refused, or None: a scheme other than http or https, a user-info part, no host. Checked
+    on the URL as saved, and to be checked again on the URL as rendered, since Liquid may fill in any part."""
     try:
         parts = urlsplit(url)
     except ValueError:

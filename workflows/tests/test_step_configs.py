@@ -92,6 +92,9 @@ BAD = [
     ("WEBHOOK", {"url": "https://user:pw@crm.example.com/"}, "config.url", "invalid_string"),
     ("WEBHOOK", {"url": "https://crm.example.com/{{ id"}, "config.url", "custom"),
     ("WEBHOOK", {"url": "https://crm.example.com", "method": "TRACE"}, "config.method", "invalid_enum_value"),
+    ("WEBHOOK", {"url": "https://crm.example.com", "method": ["GET"]}, "config.method", "invalid_enum_value"),
+    ("WEBHOOK", {"url": 5}, "config.url", "invalid_type"),
+    ("WEBHOOK", {"url": "https://"}, "config.url", "invalid_string"),
     ("WEBHOOK", {"url": "https://crm.example.com", "headers": ["X: y"]}, "config.headers", "invalid_type"),
     ("WEBHOOK", {"url": "https://crm.example.com", "headers": {"X-A": 1}}, "config.headers.X-A", "invalid_type"),
     (
