@@ -127,7 +127,7 @@ def _delay(config: dict, errors: _Errors, project: Project) -> dict:
     elif amount_ok and amount <= 0:
         errors.add("amount", "Must be greater than 0", "too_small")
         amount_ok = False
-    if unit_ok and unit not in DELAY_UNITS:
+    if unit_ok and (not isinstance(unit, str) or unit not in DELAY_UNITS):
         errors.add("unit", "Expected one of: minutes, hours, days", "invalid_enum_value", unit)
         unit_ok = False
     if amount_ok and unit_ok and amount * DELAY_UNITS[unit] > MAX_DELAY_SECONDS:

@@ -151,3 +151,41 @@ def test_an_unknown_condition_field_names_the_context_form_too(api):
     error = api.step(workflow, "CONDITION", {"field": "context.", "operator": "exists"}, status=422)["error"]
     assert error["errors"][0]["field"] == "config.field"
     assert error["errors"][0]["message"].endswith("or context.<path> (the execution's context)")
+
+
+JUNK = [None, 0, -1, 1e308, True, "", " ", "x" * 3000, "{{", [], ["a"], {}, {"a": {"b": []}}]
+KEYS = {
+    "SEND_EMAIL": ["templateId", "recipient"],
+    "DELAY": ["amount", "unit"],
+    "WAIT_FOR_EVENT": ["eventName", "timeout"],
+    "CONDITION": ["field", "operator", "value", "unit"],
+    "CONDITION_WITH_UNIT": ["value", "unit"],
+    "WEBHOOK": ["url", "method", "headers", "body"],
+    "UPDATE_CONTACT": ["updates", "subscriptionAction"],
+    "EXIT": ["reason"],
+}
+
+
+@pytest.mark.parametrize("step_type", KEYS)
+def test_junk_in_any_config_key_is_refused_or_stored_never_a_server_error(api, template, step_type):
+    base = {
+        "SEND_EMAIL": {"templateId": str(template.id)},
+        "DELAY": {"amount": 1, "unit": "days"},
+        "WAIT_FOR_EVENT": {"eventName": "paid"},
+        "CONDITION": {"field": "data.plan", "operator": "equals", "value": "pro"},
+        "CONDITION_WITH_UNIT": {"field": "context.seen", "operator": "within", "value": 3, "unit": "days"},
+        "WEBHOOK": {"url": "https://crm.example.com"},
+        "UPDATE_CONTACT": {"updates": {"plan": "pro"}},
+        "EXIT": {},
+    }[step_type]
+    workflow = api.workflow()
+    for key in KEYS[step_type]:
+        for value in JUNK:
+            response = api.client.post(
+                f"/workflows/{workflow['id']}/steps",
+                {"type": step_type.removesuffix("_WITH_UNIT"), "config": {**base, key: value}, "autoConnect": False},
+                format="json",
+            )
+            assert response.status_code in (201, 422), (key, value, response.content)
+            if response.status_code == 422:
+                assert response.json()["error"]["errors"][0]["field"].startswith("config")
