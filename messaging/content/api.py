@@ -5,7 +5,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
 from config.api.exceptions import BareError
-from config.api.pagination import choice_param, numbered_page_envelope, offset_page
+from config.api.pagination import numbered_page_envelope, offset_page, ordering
 from config.api.schema import bare_or_envelope_400, count_parameter
 from config.api.validation import validate
 from config.api.views import ProjectScopedViewSet
@@ -49,9 +49,7 @@ class TemplateViewSet(ProjectScopedViewSet):
             queryset = queryset.filter(
                 Q(name__icontains=search) | Q(description__icontains=search) | Q(subject__icontains=search)
             )
-        field = TEMPLATE_SORT[choice_param(params, "sort", TEMPLATE_SORT, "createdAt")]
-        prefix = "" if choice_param(params, "dir", ("asc", "desc"), "desc") == "asc" else "-"
-        page = offset_page(queryset.order_by(f"{prefix}{field}", f"{prefix}id"), params)
+        page = offset_page(queryset.order_by(*ordering(params, TEMPLATE_SORT, "createdAt")), params)
         return Response(numbered_page_envelope(page, s.TemplateOutputSerializer))
 
     @extend_schema(

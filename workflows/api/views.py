@@ -7,7 +7,7 @@ from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
-from config.api.pagination import choice_param, numbered_page_envelope, offset_page
+from config.api.pagination import numbered_page_envelope, offset_page, ordering
 from config.api.schema import ERROR_RESPONSE as ERROR
 from config.api.schema import count_parameter
 from config.api.validation import validate
@@ -75,9 +75,7 @@ class WorkflowViewSet(ProjectScopedViewSet):
             search=(params.get("search") or "").strip(),
             enabled=WORKFLOW_STATUS[status] if status else None,
         )
-        field = WORKFLOW_SORT[choice_param(params, "sort", WORKFLOW_SORT, "createdAt")]
-        prefix = "" if choice_param(params, "dir", ("asc", "desc"), "desc") == "asc" else "-"
-        page = offset_page(queryset.order_by(f"{prefix}{field}", f"{prefix}id"), params)
+        page = offset_page(queryset.order_by(*ordering(params, WORKFLOW_SORT, "createdAt")), params)
         return Response(numbered_page_envelope(page, s.WorkflowListItemSerializer))
 
     @extend_schema(
