@@ -388,14 +388,18 @@ def executions_cancel_all(*, workflow: Workflow) -> int:
 
 
 def _cancel(executions, now) -> int:
-    active = executions.filter(status__in=ACTIVE_STATUSES)
-    WorkflowStepExecution.objects.filter(execution__in=active, status__in=UNFINISHED_STEP_STATUSES).update(
-        status=StepExecutionStatus.SKIPPED, completed_at=now
-    )
-    return active.update(
+    """Cancel the RUNNING or WAITING ones of `executions`, then skip the unfinished steps of exactly those (they
+    are the ones cancelled at `now`), so an execution that finishes meanwhile keeps its steps as they are."""
+    cancelled = executions.filter(status__in=ACTIVE_STATUSES).update(
         status=ExecutionStatus.CANCELLED,
         exit_reason=CANCELLED_BY_USER,
         completed_at=now,
         updated_at=now,
         resume_at=None,
     )
+    if cancelled:
+        WorkflowStepExecution.objects.filter(
+            execution__in=executions.filter(status=ExecutionStatus.CANCELLED, completed_at=now),
+            status__in=UNFINISHED_STEP_STATUSES,
+        ).update(status=StepExecutionStatus.SKIPPED, completed_at=now)
+    return cancelled
