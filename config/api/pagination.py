@@ -57,6 +57,14 @@ def choice_param(params, name: str, choices: Iterable[str], default: str) -> str
     return value if value in choices else default
 
 
+def ordering(params, fields: dict[str, str], default: str) -> tuple[str, str]:
+    """`order_by` arguments for the `sort` (API name -> model field) and `dir` (default desc) query parameters of a
+    page-numbered list, unknown values falling back to the defaults; the id breaks ties, so pages never overlap."""
+    field = fields[choice_param(params, "sort", fields, default)]
+    prefix = "" if choice_param(params, "dir", ("asc", "desc"), "desc") == "asc" else "-"
+    return f"{prefix}{field}", f"{prefix}id"
+
+
 @dataclass(frozen=True)
 class CursorSort:
     """A sort the client may ask for: API name -> model field."""

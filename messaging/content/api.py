@@ -4,7 +4,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
 from config.api.exceptions import BareError
-from config.api.pagination import choice_param, offset_page
+from config.api.pagination import offset_page, ordering
 from config.api.schema import ERROR_RESPONSE as ERROR
 from config.api.schema import bare_or_envelope_400, count_parameter
 from config.api.validation import validate
@@ -43,9 +43,7 @@ class TemplateViewSet(ProjectScopedViewSet):
             )
         search = (params.get("search") or "").strip()
         queryset = selectors.template_list(project=self.project, email_type=kind, search=search)
-        field = TEMPLATE_SORT[choice_param(params, "sort", TEMPLATE_SORT, "createdAt")]
-        prefix = "" if choice_param(params, "dir", ("asc", "desc"), "desc") == "asc" else "-"
-        page = offset_page(queryset.order_by(f"{prefix}{field}", f"{prefix}id"), params)
+        page = offset_page(queryset.order_by(*ordering(params, TEMPLATE_SORT, "createdAt")), params)
         return Response(s.TemplatePageSerializer(page).data)
 
     @extend_schema(

@@ -165,7 +165,7 @@ def _unit_value(filter_: dict, path: str, errors: _Errors) -> None:
         errors.add(f"{path}.value", "Expected a positive integer", "invalid_type", _received(value, "value", filter_))
     if "unit" not in filter_ or unit is None:
         errors.add(f"{path}.unit", "Required: one of days, hours, minutes", "invalid_type", "undefined")
-    elif unit not in UNITS:
+    elif not isinstance(unit, str) or unit not in UNITS:
         errors.add(f"{path}.unit", "Expected one of: days, hours, minutes", "invalid_enum_value", _received(unit))
 
 

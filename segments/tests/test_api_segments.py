@@ -62,6 +62,11 @@ def test_static_segment(secret_client):
     assert response.json()["condition"] is None and response.json()["memberCount"] == 0
 
 
+def _within(unit) -> dict:
+    filter_ = {"field": "data.seen", "operator": "within", "value": 3, "unit": unit}
+    return {"condition": {"logic": "AND", "groups": [{"filters": [filter_]}]}}
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [
@@ -75,6 +80,8 @@ def test_static_segment(secret_client):
             {"condition": {"logic": "AND", "groups": [{"filters": [{"field": "data.", "operator": "exists"}]}]}},
             "condition.groups.0.filters.0.field",
         ),
+        # A unit of the wrong JSON type (an unhashable one once made the validator fail with a 500).
+        *[(_within(unit), "condition.groups.0.filters.0.unit") for unit in ([], {}, ["days"])],
     ],
 )
 def test_create_rejects_bad_input_with_422(secret_client, body, field):

@@ -1,0 +1,63 @@
+"""Admin: the graph reads as an ordered list, enabling meets the API's rule, executions filter and cancel."""
+
+import pytest
+
+from workflows.models import Workflow, WorkflowExecution, WorkflowStepExecution
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_workflow_page_lists_the_graph_in_order(admin_client, api):
+    workflow = api.workflow(name="Onboarding")
+    api.step(workflow, "CONDITION", {"field": "data.plan", "operator": "equals", "value": "pro"}, name="Pro?")
+    done = api.step(workflow, "EXIT", name="Done", autoConnect=False)
+    condition = api.get(workflow)["steps"][1]
+    api.link(workflow, condition, done, branch="yes")
+
+    assert "Onboarding" in admin_client.get("/admin/workflows/workflow/").content.decode()
+    page = admin_client.get(f"/admin/workflows/workflow/{workflow['id']}/change/").content.decode()
+    assert (
+        "<ol><li><strong>Trigger: signup</strong> (TRIGGER) &rarr; Pro?</li>"
+        "<li><strong>Pro?</strong> (CONDITION) &rarr; yes: Done</li>"
+        "<li><strong>Done</strong> (EXIT) &rarr; end</li></ol>"
+    ) in page
+
+
+def form(workflow, **changes):
+    return {"name": workflow["name"], "description": "", "allow_reentry": "", **changes}
+
+
+def test_enabling_an_incomplete_workflow_in_the_admin_is_refused(admin_client, api, template):
+    workflow = api.workflow()
+    path = f"/admin/workflows/workflow/{workflow['id']}/change/"
+    page = admin_client.post(path, form(workflow, enabled="on")).content.decode()
+    assert "The trigger is not connected to a first step" in page
+    assert Workflow.objects.get().enabled is False
+    api.step(workflow, "SEND_EMAIL", {"templateId": str(template.id)})
+    assert admin_client.post(path, form(workflow, enabled="on", name="Renamed")).status_code == 302
+    saved = Workflow.objects.get()
+    assert (saved.enabled, saved.name) == (True, "Renamed")
+
+
+def test_executions_filter_show_their_steps_and_cancel(admin_client, live, api, contact):
+    execution = api.start(live, contact)
+    row = WorkflowExecution.objects.get()
+    WorkflowStepExecution.objects.create(execution=row, step=row.current_step, status="COMPLETED")
+
+    listing = admin_client.get(
+        f"/admin/workflows/workflowexecution/?status__exact=RUNNING&workflow__id__exact={live['id']}"
+    )
+    assert "ann@example.com" in listing.content.decode()
+    assert (
+        "ann@example.com"
+        not in admin_client.get("/admin/workflows/workflowexecution/?status__exact=WAITING").content.decode()
+    )
+    page = admin_client.get(f"/admin/workflows/workflowexecution/{execution['id']}/change/").content.decode()
+    assert "Trigger: signup" in page and "COMPLETED" in page
+
+    response = admin_client.post(
+        "/admin/workflows/workflowexecution/", {"action": "cancel", "_selected_action": [execution["id"]]}, follow=True
+    )
+    assert "Cancelled 1 execution(s)." in response.content.decode()
+    row.refresh_from_db()
+    assert (row.status, row.exit_reason) == ("CANCELLED", "Cancelled by user")
