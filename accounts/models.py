@@ -64,6 +64,8 @@ class Project(models.Model):
     secret_key_hash = models.CharField(max_length=64, unique=True)
     secret_key_hint = models.CharField(max_length=16, help_text="Last characters of the secret key")
     keys_rotated_at = models.DateTimeField(default=timezone.now)
+    # Signs the workflows' webhooks; kept encrypted (core.crypto) since the service must read it back to sign.
+    webhook_secret_encrypted = models.TextField(blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="projects")

@@ -8,6 +8,7 @@ from django.utils import timezone
 from accounts import keycache
 from accounts.keys import KeyPair, generate_pair, hash_key
 from accounts.models import IdempotencyRecord, Membership, Project, User
+from core import crypto, standard_webhooks
 
 
 def user_get_or_create(*, email: str, password: str | None = None) -> tuple[User, bool]:
@@ -53,6 +54,30 @@ def project_regenerate_keys(*, project: Project) -> KeyPair:
     _apply_keys(project, keys)
     project.save(update_fields=["public_key", "secret_key_hash", "secret_key_hint", "keys_rotated_at", "updated_at"])
     return keys
+
+
+_WEBHOOK_SECRET_PURPOSE = b"herald/accounts/webhook-secret/v1"
+
+
+def project_webhook_secret(*, project: Project) -> str:
+    """The project's webhook signing secret (`whsec_…`), made on first use: projects are created without one, and
+    the first of two concurrent first uses wins, so both sign with the same secret."""
+    if not project.webhook_secret_encrypted:
+        Project.objects.filter(pk=project.pk, webhook_secret_encrypted="").update(
+            webhook_secret_encrypted=crypto.encrypt(
+                _WEBHOOK_SECRET_PURPOSE, standard_webhooks.secret_generate().encode()
+            )
+        )
+        project.refresh_from_db(fields=["webhook_secret_encrypted"])
+    return crypto.decrypt(_WEBHOOK_SECRET_PURPOSE, project.webhook_secret_encrypted).decode("ascii")
+
+
+def project_regenerate_webhook_secret(*, project: Project) -> str:
+    """Replace the webhook secret; webhooks sent from now on are signed with the new one only."""
+    secret = standard_webhooks.secret_generate()
+    project.webhook_secret_encrypted = crypto.encrypt(_WEBHOOK_SECRET_PURPOSE, secret.encode())
+    project.save(update_fields=["webhook_secret_encrypted", "updated_at"])
+    return secret
 
 
 def project_disable(*, project: Project, reason: str) -> None:

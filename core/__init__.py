@@ -1,7 +1,8 @@
 """The shared core under every app: the error vocabulary (`errors`), timestamps (`time`), ids (`ids`), JSON type
 names (`json`), pages of rows (`pages`), the rate-limit counter and the client's address (`ratelimit`), the Redis
 client (`cache`), after-commit hooks that cannot fail their request (`commit`), the prepared statements of the hottest
-paths (`db`) and the helpers that keep scans of user text linear (`scan`).
+paths (`db`), the helpers that keep scans of user text linear (`scan`), secrets encrypted at rest (`crypto`) and
+Standard Webhooks signatures (`standard_webhooks`).
 
 It imports no app and no HTTP code; apps and `config.api` build on it.
 """

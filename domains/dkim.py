@@ -1,28 +1,24 @@
 """DKIM keys of sender domains: generation, encryption at rest, the published record, and signing (dkimpy, through
 `dkim_adapter`).
 
-The private key is stored encrypted with Fernet under a key derived by HKDF (a key used only for this purpose) from
-`FIELD_ENCRYPTION_KEY` when it is set, else from `SECRET_KEY`. Keys encrypted under a former secret still decrypt
-while it is listed in `FIELD_ENCRYPTION_KEY_FALLBACKS` or `SECRET_KEY_FALLBACKS`.
+The private key is stored encrypted (`core.crypto`, under a key derived for this purpose only).
 """
 
 import base64
 import secrets
 import string
-from functools import lru_cache
 
-from cryptography.fernet import Fernet, MultiFernet
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
 
+from core import crypto
 from domains import dkim_adapter, dns
 
 KEY_SIZE = 2048
 
 
-_HKDF_INFO = b"herald/domains/dkim-private-key/v1"
+_PURPOSE = b"herald/domains/dkim-private-key/v1"
 # Headers signed by default: those a recipient sees and that a replay attacker would want to change.
 SIGNED_HEADERS = (
     b"from",
@@ -39,30 +35,6 @@ SIGNED_HEADERS = (
 )
 
 
-def _fernet_for(secret: str) -> Fernet:
-    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_HKDF_INFO).derive(secret.encode())
-    return Fernet(base64.urlsafe_b64encode(key))
-
-
-@lru_cache(maxsize=4)
-def _fernet(secret: str, fallbacks: tuple[str, ...]) -> MultiFernet:
-    return MultiFernet([_fernet_for(secret), *(_fernet_for(old) for old in fallbacks)])
-
-
-def _secrets() -> tuple[str, tuple[str, ...]]:
-    """The secret that encrypts new keys, then every secret that may have encrypted an older one: a dedicated
-    FIELD_ENCRYPTION_KEY (and its fallbacks) when set, so that rotating SECRET_KEY never touches DKIM keys, then
-    SECRET_KEY and its fallbacks (keys stored before FIELD_ENCRYPTION_KEY was set)."""
-    django_secrets = (settings.SECRET_KEY, *settings.SECRET_KEY_FALLBACKS)
-    if settings.FIELD_ENCRYPTION_KEY:
-        return settings.FIELD_ENCRYPTION_KEY, (*settings.FIELD_ENCRYPTION_KEY_FALLBACKS, *django_secrets)
-    return django_secrets[0], django_secrets[1:]
-
-
-def _cipher() -> MultiFernet:
-    return _fernet(*_secrets())
-
-
 def new_selector() -> str:
     alphabet = string.ascii_lowercase + string.digits
     return f"{settings.DOMAINS_DKIM_SELECTOR_PREFIX}-" + "".join(secrets.choice(alphabet) for _ in range(6))
@@ -77,19 +49,13 @@ def generate_key_pair() -> tuple[str, str]:
     private_pem = private.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
-    return base64.b64encode(public_der).decode("ascii"), _cipher().encrypt(private_pem).decode("ascii")
+    return base64.b64encode(public_der).decode("ascii"), crypto.encrypt(_PURPOSE, private_pem)
 
 
 def decrypt_private_key(token: str) -> bytes:
-    return _decrypt(token, *_secrets())
-
-
-@lru_cache(maxsize=256)
-def _decrypt(token: str, secret: str, fallbacks: tuple[str, ...]) -> bytes:
-    # Fernet checks an HMAC and decrypts on every call (a sixth of dkimpy's time per signature); a domain signs
-    # thousands of messages with one key, and dkimpy's parsed form of it is kept in memory already (dkim_adapter).
-    # Keyed by the secrets too, so a key that no longer decrypts under the current ones is not served from here.
-    return _fernet(secret, fallbacks).decrypt(token.encode("ascii"))
+    # Cached by core.crypto: a domain signs thousands of messages with one key, and dkimpy's parsed form of it is
+    # kept in memory already (dkim_adapter).
+    return crypto.decrypt(_PURPOSE, token)
 
 
 def record_value(public_key: str) -> str:

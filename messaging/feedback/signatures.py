@@ -2,11 +2,12 @@
 the svix package is not a dependency). Both sign `<timestamp>.<raw body>` (Svix prefixes the message id), refuse a
 timestamp outside the tolerance (a captured request cannot be replayed later), and compare in constant time."""
 
-import base64
 import binascii
 import hashlib
 import hmac
 import time
+
+from core import standard_webhooks
 
 
 def hmac_sha256(key: bytes, message: bytes) -> bytes:
@@ -35,9 +36,8 @@ def svix_signature_valid(*, secret: str, headers, body: bytes, tolerance: int) -
     if not message_id or not timestamp_fresh(timestamp, tolerance_seconds=tolerance):
         return False
     try:
-        key = base64.b64decode(secret.removeprefix("whsec_"), validate=True)
+        expected = standard_webhooks.signature(secret=secret, webhook_id=message_id, timestamp=timestamp, body=body)
     except binascii.Error:
         return False
-    expected = base64.b64encode(hmac_sha256(key, f"{message_id}.{timestamp}.".encode() + body)).decode()
     offered = [item.partition(",") for item in headers.get("svix-signature", "").split()]
     return any(version == "v1" and hmac.compare_digest(expected, value) for version, _, value in offered)

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import httpx
 from django.conf import settings
 
+from core.standard_webhooks import signature_headers
 from workflows.webhooks.guard import WebhookRefused, ascii_host, checked_address
-from workflows.webhooks.signing import signature_headers
 
 MAX_REDIRECTS = 5
 RESPONSE_LIMIT_BYTES = 10 * 1024

@@ -3,9 +3,8 @@
 import base64
 import time
 
+from core.standard_webhooks import secret_generate, signature_headers
 from messaging.feedback.signatures import svix_signature_valid
-from workflows.webhooks import webhook_secret_generate
-from workflows.webhooks.signing import signature_headers
 
 
 def test_the_published_standard_webhooks_vector():
@@ -25,7 +24,7 @@ def test_the_published_standard_webhooks_vector():
 
 
 def test_a_generated_secret_is_whsec_and_32_random_bytes():
-    first, second = webhook_secret_generate(), webhook_secret_generate()
+    first, second = secret_generate(), secret_generate()
 
     assert first.startswith("whsec_")
     assert len(base64.b64decode(first.removeprefix("whsec_"), validate=True)) == 32
@@ -33,10 +32,10 @@ def test_a_generated_secret_is_whsec_and_32_random_bytes():
 
 
 def test_a_generated_secret_signs_what_an_independent_verifier_accepts():
-    secret, body = webhook_secret_generate(), b'{"event": "signup", "n": 1}'
+    secret, body = secret_generate(), b'{"event": "signup", "n": 1}'
     headers = signature_headers(secret=secret, webhook_id="msg_1", timestamp=int(time.time()), body=body)
     as_svix = {name.replace("webhook-", "svix-"): value for name, value in headers.items()}
 
     assert svix_signature_valid(secret=secret, headers=as_svix, body=body, tolerance=300)
     assert not svix_signature_valid(secret=secret, headers=as_svix, body=body + b" ", tolerance=300)
-    assert not svix_signature_valid(secret=webhook_secret_generate(), headers=as_svix, body=body, tolerance=300)
+    assert not svix_signature_valid(secret=secret_generate(), headers=as_svix, body=body, tolerance=300)
