@@ -26,6 +26,11 @@ def list_push(cache: BaseCache, name: str, values: list[str]) -> bool | None:
     client = redis_client(cache)
     if client is None:
         return None
-    length = client.rpush(cache.make_and_validate_key(name), *values)
-    before = length - len(values)
+    return drain_due(length=client.rpush(cache.make_and_validate_key(name), *values), pushed=len(values))
+
+
+def drain_due(*, length: int, pushed: int) -> bool:
+    """Whether pushing `pushed` values that left a work queue `length` long should schedule its task (see
+    `list_push`)."""
+    before = length - pushed
     return before == 0 or before // 1000 != length // 1000

@@ -11,11 +11,12 @@ on Redis 6 its error would have been taken for an unreachable cache, which lets 
 import logging
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 
 from django.conf import settings
 from django.core.cache import caches
 
-from core.cache import redis_client
+from core.cache import drain_due, redis_client
 
 logger = logging.getLogger(__name__)
 WINDOW_SECONDS = 60
@@ -56,6 +57,42 @@ def _increment(key: str, timeout: int) -> int:
     except ValueError:  # expired between add and incr
         cache.add(key, 1, timeout)
         return 1
+
+
+# The tracking URLs' count and their hit queue in one round trip: INCR and EXPIRE the counter, then RPUSH the values
+# only while the count is within the limit. Returns the count and the list's length after the push (0: not pushed).
+_HIT_THEN_PUSH = """
+local count = redis.call('INCR', KEYS[1])
+redis.call('EXPIRE', KEYS[1], ARGV[1])
+if count > tonumber(ARGV[2]) then
+    return {count, 0}
+end
+return {count, redis.call('RPUSH', KEYS[2], unpack(ARGV, 3))}
+"""
+
+
+@lru_cache(maxsize=4)
+def _hit_then_push_script(client):
+    # Sent by its digest (EVALSHA), and loaded again by redis-py when a restarted Redis no longer knows it.
+    return client.register_script(_HIT_THEN_PUSH)
+
+
+def rate_limit_hit_then_push(scope: str, *, limit: int, queue: str, values: list[str]) -> tuple[RateLimitState, bool]:
+    """Count one request for `scope` against `limit` and, unless that passes the limit, append `values` to the Redis
+    list `queue`, in one round trip. Returns the state and whether the caller should schedule the queue's task
+    (`core.cache.drain_due`). The cache must be Redis
+    (`core.cache.redis_client`); Redis errors propagate."""
+    cache = caches["default"]
+    client = redis_client(cache)
+    window = Window.now()
+    count, length = _hit_then_push_script(client)(
+        keys=[cache.make_and_validate_key(window.key(scope)), cache.make_and_validate_key(queue)],
+        args=[window.timeout, limit, *values],
+    )
+    window.count = int(count)
+    if not length:
+        return window.state(limit), False
+    return window.state(limit), drain_due(length=length, pushed=len(values))
 
 
 def project_scope(project_id, kind: str) -> str:

@@ -21,7 +21,8 @@ from django.conf import settings
 from django.core.cache import caches
 from django.utils import timezone
 
-from core.cache import list_push, redis_client
+from core.cache import redis_client
+from messaging.engagement.limits import TRACKING, limit_exceeded, tracking_push_within_limit
 from messaging.engagement.services import Hit, engagement_hits_record
 
 logger = logging.getLogger(__name__)
@@ -51,18 +52,21 @@ def _schedule_drain() -> None:
         logger.exception("Could not schedule the tracking hits drain")
 
 
-def tracking_hit(*, kind: str, email_id: str, link: str = "") -> None:
-    """Count one pixel load (`kind` "open") or link follow ("click") of `email_id`."""
+def tracking_hit(*, kind: str, email_id: str, link: str = "", meta) -> None:
+    """Count one pixel load (`kind` "open") or link follow ("click") of `email_id` by the client of `meta` (a
+    request's META or a WSGI environ), unless that client is over its limit (`messaging.engagement.limits`)."""
     hit = Hit(kind, str(email_id), timezone.now(), link)
-    try:
-        schedule = list_push(caches["default"], _QUEUE, [_dumps(hit)])
-    except Exception:
-        logger.exception("Tracking hit queue unavailable; counting the hit now")
-        schedule = None
-    if schedule is None:
+    if redis_client(caches["default"]) is not None:
+        try:
+            schedule = tracking_push_within_limit(meta, queue=_QUEUE, values=[_dumps(hit)])
+        except Exception:
+            logger.exception("Tracking hit queue unavailable; counting the hit now")
+        else:
+            if schedule:
+                _schedule_drain()
+            return
+    if limit_exceeded(TRACKING, meta) is None:
         engagement_hits_record(hits=[hit])
-    elif schedule:
-        _schedule_drain()
 
 
 def tracking_hits_drain(*, batch_size: int = 1000, max_batches: int = 200) -> int:

@@ -52,6 +52,28 @@ def test_hits_wait_in_redis_and_a_drain_writes_them_in_order_with_their_own_time
 
 
 @pytest.mark.django_db
+def test_with_the_client_limit_on_only_hits_within_it_are_queued(client, project, redis_cache, settings):
+    settings.TRACKING_RATE_LIMIT_PER_MINUTE = 3
+    email = sent_email(project)
+    raw = _raw(redis_cache)
+    raw.set(redis_cache.make_and_validate_key("tracking:hits:lock"), "a drain is running")
+    for _ in range(4):
+        assert client.get(f"/o/{open_token(email.id)}").status_code == 200
+    assert client.get(f"/c/{click_token(email.id, 'https://shop.example/sale')}").status_code == 302
+    assert client.get(f"/o/{open_token(email.id)}", REMOTE_ADDR="192.0.2.9").status_code == 200  # another reader
+    assert raw.llen(redis_cache.make_and_validate_key("tracking:hits")) == 4
+
+    raw.delete(redis_cache.make_and_validate_key("tracking:hits:lock"))
+    assert tracking_hits_drain() == 4
+    email.refresh_from_db()
+    assert (email.opens, email.clicks) == (4, 0)
+    raw.script_flush()  # a Redis that restarted knows no scripts: the hit is still counted and queued
+    raw.set(redis_cache.make_and_validate_key("tracking:hits:lock"), "a drain is running")
+    assert client.get(f"/o/{open_token(email.id)}", REMOTE_ADDR="192.0.2.10").status_code == 200
+    assert raw.llen(redis_cache.make_and_validate_key("tracking:hits")) == 1
+
+
+@pytest.mark.django_db
 def test_a_hit_for_a_deleted_email_and_a_malformed_entry_are_dropped(project, redis_cache):
     email = sent_email(project)
     raw = _raw(redis_cache)
