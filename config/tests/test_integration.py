@@ -11,6 +11,7 @@ from accounts.models import IdempotencyRecord
 from accounts.tasks import purge_expired_idempotency_keys
 from config.celery import app
 from config.tests.processes import celery_worker, gunicorn_server, wait_until
+from conftest import REDIS_URL
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -34,11 +35,12 @@ def test_a_real_worker_runs_a_queued_periodic_task(project):
 
 def _redis_cache_url() -> str:
     url = settings.CACHES["default"].get("LOCATION", "")
-    url = url if isinstance(url, str) and url.startswith("redis://") else "redis://127.0.0.1:6379/1"
+    # Without a Redis cache configured, the tests' own database: the test flushes the one it uses.
+    url = url if isinstance(url, str) and url.startswith("redis://") else REDIS_URL
     try:
         redis.Redis.from_url(url, socket_connect_timeout=1).ping()
     except redis.RedisError:
-        pytest.skip("needs a Redis server (CACHE_URL or 127.0.0.1:6379)")
+        pytest.skip(f"needs a Redis server (CACHE_URL or {REDIS_URL})")
     return url
 
 
