@@ -18,7 +18,8 @@ Two implementations, chosen once by `upsert_path()`:
   together with the rows that depend on it (the tracked event, the email of a send), in one statement that applies
   only while the row is still the version read (`xmin`) or still absent. When another request changed, created or
   deleted the contact in between, that statement writes nothing and the upsert is done again in a transaction.
-  Two round trips and no BEGIN/COMMIT.
+  Two round trips and no BEGIN/COMMIT; one for a tracked event without data to store, which changes nothing of an
+  existing contact and so needs no read to merge.
 """
 
 import json
@@ -31,7 +32,7 @@ from django.db.models import Model
 from django.utils import timezone
 
 from accounts.models import Project
-from contacts.data_rules import data_rules
+from contacts.data_rules import DataChanges, data_rules
 from contacts.models import Contact, Event
 from contacts.services import (
     contact_changed_announce,
@@ -188,6 +189,26 @@ WITH existing AS (
 ){dependent}
 SELECT id FROM result
 """
+# /v1/track without data to store changes nothing of an existing contact: one statement inserts the contact if it
+# is absent and the event for whichever row is there, with no read first. KEY SHARE keeps a concurrent delete from
+# removing the contact under its new event; nothing returned means a concurrent insert won, as above.
+_PG_TRACK_UNCHANGED = """
+WITH existing AS (
+    SELECT id FROM contacts_contact WHERE project_id = %(project)s AND email = %(email)s FOR KEY SHARE
+), inserted AS (
+    INSERT INTO contacts_contact (id, project_id, email, subscribed, snoozed_until, data, created_at, updated_at)
+    SELECT %(id)s, %(project)s, %(email)s, TRUE, NULL, '{}'::jsonb, %(now)s, %(now)s
+    WHERE NOT EXISTS (SELECT 1 FROM existing)
+    ON CONFLICT (project_id, email) DO NOTHING
+    RETURNING id
+), result AS (
+    SELECT id, TRUE AS created FROM inserted UNION ALL SELECT id, FALSE FROM existing
+), event AS (
+    INSERT INTO contacts_event (id, project_id, contact_id, name, email_id, data, created_at)
+    SELECT %(event_id)s, %(project)s, id, %(name)s, NULL, %(data)s::jsonb, %(now)s FROM result
+)
+SELECT id, created FROM result
+"""
 _PG_DEPENDENT = """, dependent AS (
     {insert} WHERE EXISTS (SELECT 1 FROM result)
 )"""
@@ -198,8 +219,10 @@ class PostgresUpsert(PortableUpsert):
     """Read, merge, then one guarded write; the portable path when the guard fails."""
 
     def read(self, *, project: Project, email: str, data: dict | None, new_subscribed: bool) -> PendingUpsert:
+        return self._read(project=project, email=email, changes=data_rules(data), new_subscribed=new_subscribed)
+
+    def _read(self, *, project: Project, email: str, changes: DataChanges, new_subscribed: bool) -> PendingUpsert:
         email = normalize_email(email)
-        changes = data_rules(data)
         with connection.cursor() as cursor:
             execute_prepared(cursor, _PG_READ, [project.id, email])
             row = cursor.fetchone()
@@ -288,15 +311,46 @@ class PostgresUpsert(PortableUpsert):
     ) -> TrackResult:
         # A subscription change (its event recorded by `contact_subscription_set`), or a lost race: the portable path.
         if subscribed is None:
-            pending = self.read(project=project, email=email, data=data, new_subscribed=True)
-            contact = pending.contact
-            event = Event(
-                project=project, contact=contact, name=name, data=pending.variables, created_at=timezone.now()
-            )
-            if self.write(pending, dependent=[event]):
-                events_announce(project=project, events=[event])
-                return TrackResult(contact=contact, event=event, created=pending.outcome == "created")
+            changes = data_rules(data)
+            if changes.empty:
+                tracked = self._track_unchanged(project=project, email=email, name=name, variables=changes.variables)
+                if tracked is not None:
+                    return tracked
+            else:
+                pending = self._read(project=project, email=email, changes=changes, new_subscribed=True)
+                contact = pending.contact
+                event = Event(
+                    project=project, contact=contact, name=name, data=pending.variables, created_at=timezone.now()
+                )
+                if self.write(pending, dependent=[event]):
+                    events_announce(project=project, events=[event])
+                    return TrackResult(contact=contact, event=event, created=pending.outcome == "created")
         return super().track(project=project, email=email, name=name, subscribed=subscribed, data=data)
+
+    def _track_unchanged(self, *, project: Project, email: str, name: str, variables: dict) -> TrackResult | None:
+        """`_PG_TRACK_UNCHANGED`: the tracked contact (created, or as far as its id, the rest read on access) and
+        event, or None when a concurrent insert won and nothing was written."""
+        email, now = normalize_email(email), timezone.now()
+        event = Event(project=project, name=name, data=variables, created_at=now)
+        params = {"project": project.id, "email": email, "id": uuid.uuid4(), "now": now}
+        params.update(event_id=event.id, name=name, data=json.dumps(variables))
+        with connection.cursor() as cursor:
+            execute_prepared(cursor, _PG_TRACK_UNCHANGED, params)
+            row = cursor.fetchone()
+        if row is None:
+            return None
+        contact_id, created = row
+        if created:
+            contact = Contact(id=contact_id, project=project, email=email, subscribed=True, data={})
+            contact.created_at = contact.updated_at = now
+            contact_changed_announce(project_id=project.id, contact_id=contact_id)
+        else:
+            contact = Contact.from_db(connection.alias, ("id", "project_id", "email"), (contact_id, project.id, email))
+            contact.project = project
+        event.contact = contact
+        mark_saved([contact, event])
+        events_announce(project=project, events=[event])
+        return TrackResult(contact=contact, event=event, created=created)
 
 
 _PORTABLE = PortableUpsert()

@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.urls("config.tests.probe_urls")
 
 
 @pytest.fixture
-def limit_of_5(settings):
+def limit_of_5(settings, one_rate_window):
     settings.API_RATE_LIMIT_PER_MINUTE = 5
 
 
@@ -70,7 +70,9 @@ def test_the_fast_route_counts_the_public_key_apart(limit_of_5, project):
 
 
 @pytest.mark.parametrize("served", [False, True])
-def test_public_key_calls_can_be_limited_per_client_address(served, settings, project, public_client, secret_client):
+def test_public_key_calls_can_be_limited_per_client_address(
+    served, settings, project, public_client, secret_client, one_rate_window
+):
     """Off by default; when set, one visitor cannot spend the page's budget: others on the same key go on, and
     the secret key is not counted per address at all."""
     from config.tests.wsgi import wsgi_call

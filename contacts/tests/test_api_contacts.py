@@ -350,5 +350,5 @@ def test_searches_are_planned_for_their_own_term(secret_client, public_client, f
         cursor.execute("SHOW plan_cache_mode")
         assert cursor.fetchone()[0] == "auto"
     # The track's write: its contact and its event in one statement (`contacts.upsert`).
-    assert [generic for statement, generic in prepared if 'INSERT INTO "contacts_event"' in statement] == [2]
+    assert [generic for statement, generic in prepared if "INSERT INTO contacts_event" in statement] == [2]
     assert not [statement for statement, _ in prepared if "LIKE" in statement]

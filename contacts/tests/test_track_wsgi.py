@@ -78,7 +78,7 @@ def test_wrong_keys_bad_json_and_disabled_projects_reach_the_view(track_client, 
     assert not Event.objects.exists()
 
 
-def test_the_rate_limit_counts_both_paths_alike(track_client, project, settings):
+def test_the_rate_limit_counts_both_paths_alike(track_client, project, settings, one_rate_window):
     settings.API_RATE_LIMIT_PER_MINUTE = 5
     payload = {"email": "a@b.test", "event": "x"}
     # A request with the wrong key counts in that key's budget (the secret key's, not the public key's); one with a
@@ -124,7 +124,7 @@ def test_web_pages_may_call_track_and_only_track(track_client, public_client, se
     assert "Access-Control-Allow-Origin" not in refused
 
 
-def test_calls_are_counted_once_and_a_rotated_key_fails_at_once(track_client, project, settings):
+def test_calls_are_counted_once_and_a_rotated_key_fails_at_once(track_client, project, settings, one_rate_window):
     # With Redis (the PostgreSQL run), a cached key is looked up and counted in one round trip.
     settings.API_KEY_CACHE_SECONDS, settings.API_RATE_LIMIT_PER_MINUTE = 300, 10
     payload = {"email": "a@b.test", "event": "x"}
@@ -135,3 +135,23 @@ def test_calls_are_counted_once_and_a_rotated_key_fails_at_once(track_client, pr
     assert track_client.using(new.public_key).call(payload).headers["RateLimit-Remaining"] == "6"
     assert track_client.using(new.public_key).call(payload).headers["RateLimit-Remaining"] == "5"
     assert Event.objects.count() == 5
+
+
+def test_an_event_without_data_to_store_leaves_the_contact_as_it_is(track_client, make_contact, project, other_project):
+    stored = make_contact("ann@example.com", subscribed=False, data={"plan": "pro"})
+    twin = make_contact("ann@example.com", persona=other_project)
+    answer = track_client.call(
+        {"email": "Ann@Example.com", "event": "login", "data": {"ip": {"value": "192.0.2.1", "persistent": False}}}
+    )
+    assert answer.status_code == 200 and answer.json()["data"]["contact"] == str(stored.id)
+    contact = Contact.objects.get(pk=stored.id)
+    assert (contact.subscribed, contact.data, contact.updated_at) == (False, {"plan": "pro"}, stored.updated_at)
+    event = Event.objects.get(project=project.project)
+    assert (event.contact_id, event.name, event.data) == (stored.id, "login", {"ip": "192.0.2.1"})
+    assert not Event.objects.filter(contact=twin).exists()
+
+    new = track_client.call({"email": "bob@example.com", "event": "login"})
+    assert new.status_code == 200
+    bob = Contact.objects.get(project=project.project, email="bob@example.com")
+    assert (str(bob.id), bob.subscribed, bob.data) == (new.json()["data"]["contact"], True, {})
+    assert Event.objects.get(contact=bob).data == {}
