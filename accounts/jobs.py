@@ -22,6 +22,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.models import Job, Project
+from core.batches import purge
 from core.errors import NotFound
 from core.ids import uuid_or_none
 
@@ -130,3 +131,28 @@ def job_get(*, project: Project, job_id: str, types: Iterable[str]) -> Job:
     if job is None:
         raise NotFound("Job", job_id)
     return job
+
+
+def jobs_purge_finished(
+    *, project_id=None, batch_size: int = 1000, max_batches: int | None = None, dry_run: bool = False
+) -> int:
+    """Delete jobs that finished more than JOB_RETENTION_DAYS ago (0 keeps them), with what they hold (an
+    import's upload); unfinished jobs stay whatever their age. Each project's jobs are read oldest first from the
+    (project, created_at) index, and a job finishes after it was created, so its creation bounds the scan."""
+    if settings.JOB_RETENTION_DAYS <= 0:
+        return 0
+    cutoff = timezone.now() - timedelta(days=settings.JOB_RETENTION_DAYS)
+    finished = Job.objects.filter(
+        status__in=[Job.Status.COMPLETED, Job.Status.FAILED], created_at__lt=cutoff, finished_at__lt=cutoff
+    )
+    project_ids = [project_id] if project_id is not None else Project.objects.values_list("id", flat=True)
+    return sum(
+        purge(
+            finished.filter(project_id=one),
+            order_by=("created_at",),
+            batch_size=batch_size,
+            max_batches=max_batches,
+            dry_run=dry_run,
+        )
+        for one in project_ids
+    )
