@@ -8,9 +8,12 @@ Progress bars (tqdm) go to stderr, and only when stderr is a terminal or `--prog
 result alone, so a script can read it (with `--json`, one JSON document).
 """
 
+import argparse
 import json
+import re
 import sys
 from collections.abc import Iterable
+from datetime import timedelta
 
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
@@ -20,6 +23,16 @@ from core.ids import uuid_or_none
 
 FAILED = 1
 FOUND_PROBLEMS = 2
+_DURATION = re.compile(r"^(\d+)([smhd])$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+
+
+def duration(value: str) -> timedelta:
+    """An argparse type for spans such as `90s`, `30m`, `24h`, `7d`."""
+    match = _DURATION.match(value.strip())
+    if not match or int(match.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a span such as 30m, 24h or 7d")
+    return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
 
 
 class OperatorCommand(BaseCommand):
@@ -45,17 +58,24 @@ class OperatorCommand(BaseCommand):
                 "--progress", action="store_true", help="Show progress on stderr even when it is not a terminal"
             )
 
+    # Django's checks would print their warnings on stderr before every run; `doctor` is the operators' check.
+    requires_system_checks = []
+    _from_argv = False
+
     def execute(self, *args, **options):
         self.options = options
-        return super().execute(*args, **options)
-
-    def run_from_argv(self, argv):
-        # The message alone on stderr (Django would prefix "CommandError: "), with the command's exit status.
         try:
-            super().run_from_argv(argv)
+            return super().execute(*args, **options)
         except CommandError as exc:
+            if not self._from_argv or options.get("traceback"):
+                raise
+            # The message alone on stderr (Django would prefix "CommandError: "), with the command's exit status.
             self.stderr.write(str(exc))
             sys.exit(exc.returncode)
+
+    def run_from_argv(self, argv):
+        self._from_argv = True
+        super().run_from_argv(argv)
 
     def fail(self, message: str, status: int = FAILED) -> CommandError:
         return CommandError(message, returncode=status)
