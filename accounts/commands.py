@@ -93,7 +93,15 @@ class OperatorCommand(BaseCommand):
     def write_json(self, value) -> None:
         self.stdout.write(json.dumps(value, default=str))
 
+    def _stderr(self):
+        return getattr(self.stderr, "_out", sys.stderr)
+
+    def progress_shown(self) -> bool:
+        """Whether progress is shown: with --progress, or when stderr is a terminal."""
+        stream = self._stderr()
+        return bool(self.options.get("progress")) or (hasattr(stream, "isatty") and stream.isatty())
+
     def progress(self, iterable: Iterable | None = None, *, total: int | None = None, desc: str = "") -> tqdm:
-        stream = getattr(self.stderr, "_out", sys.stderr)
-        shown = self.options.get("progress") or (hasattr(stream, "isatty") and stream.isatty())
-        return tqdm(iterable, total=total, desc=desc, file=stream, disable=not shown, dynamic_ncols=True)
+        return tqdm(
+            iterable, total=total, desc=desc, file=self._stderr(), disable=not self.progress_shown(), dynamic_ncols=True
+        )

@@ -1,4 +1,3 @@
-
 from accounts.commands import FOUND_PROBLEMS, OperatorCommand
 from domains.models import Domain
 from domains.names import normalize_domain
