@@ -104,14 +104,20 @@ def job_run(job_id, run: Callable[[Job, Report], dict]) -> Job | None:
     return _finish(job, status=Job.Status.COMPLETED, progress=100, result=result)
 
 
+def jobs_stalled(*, now=None):
+    """Jobs whose worker was lost (lease expired) or whose message never arrived (PENDING past the grace period),
+    as of `now` (default: this moment)."""
+    now = now or timezone.now()
+    return Job.objects.filter(
+        Q(status=Job.Status.PENDING, created_at__lt=now - timedelta(seconds=settings.JOB_PUBLISH_GRACE_SECONDS))
+        | Q(status=Job.Status.PROCESSING, heartbeat_at__lt=now - timedelta(seconds=settings.JOB_LEASE_SECONDS))
+    )
+
+
 def jobs_requeue_stalled(*, limit: int = 100) -> int:
     """Publish again the jobs whose worker was lost (lease expired) or whose message never arrived (PENDING past
     the grace period). A job already running elsewhere ignores the extra message (the claim)."""
-    stale_pending = timezone.now() - timedelta(seconds=settings.JOB_PUBLISH_GRACE_SECONDS)
-    stalled = Job.objects.filter(
-        Q(status=Job.Status.PENDING, created_at__lt=stale_pending)
-        | Q(status=Job.Status.PROCESSING, heartbeat_at__lt=_lease_expired_before())
-    ).values_list("id", "type")[:limit]
+    stalled = jobs_stalled().values_list("id", "type")[:limit]
     published = 0
     for job_id, job_type in stalled:
         publish = _publishers.get(job_type)
