@@ -105,7 +105,7 @@ def check_beat(now=None) -> Finding:
     now = now or timezone.now()
     known = {task.name: task for task in PeriodicTask.objects.filter(name__in=list(BEAT_SCHEDULE))}
     advice = (
-        "Start exactly one `celery -A config beat` (deploy/herald-beat.service); without it no sweeper, retention, "
+        "Start exactly one `celery -A config beat` (deploy/systemd/herald-beat.service); without it no sweeper, retention, "
         "domain check or scheduled campaign runs."
     )
     if not known:
@@ -206,7 +206,7 @@ def check_stuck(now=None) -> list[Finding]:
     jobs = jobs_stalled(now=now - timedelta(minutes=1))
     campaigns = Campaign.objects.filter(status=CampaignStatus.SCHEDULED, scheduled_for__lt=now - _CAMPAIGN_GRACE)
     resumes = WorkflowExecution.objects.filter(status=ExecutionStatus.WAITING, resume_at__lt=now - _RESUME_GRACE)
-    workers = "Check that Celery workers run (deploy/herald-worker.service) and celery-beat too."
+    workers = "Check that Celery workers run (deploy/systemd/herald-worker.service) and celery-beat too."
     kinds = [
         ("stuck emails", sending.count(), "email(s) SENDING past their lease", workers),
         ("stuck jobs", jobs.count(), "job(s) past their lease or never started", workers),
