@@ -314,8 +314,8 @@ def events_purge_old(
 def import_uploads_purge_finished(
     *, project_id=None, batch_size: int = 1000, max_batches: int | None = None, dry_run: bool = False
 ) -> int:
-    """Delete the uploaded files of finished imports: an import removes its own when it ends, but a job failed by
-    the stalled-jobs sweeper (its worker lost too often) never runs again to do so."""
+    """Delete the uploaded files of finished imports: an import removes its own when it ends, but a worker killed
+    between finishing the job and that delete leaves it, and nothing would run the import again to remove it."""
     finished = ImportUpload.objects.filter(job__status__in=[Job.Status.COMPLETED, Job.Status.FAILED])
     if project_id is not None:
         finished = finished.filter(job__project_id=project_id)
