@@ -22,7 +22,8 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.models import Job, Project
-from core.batches import purge
+from accounts.selectors import project_ids_in_scope
+from core.batches import purge_by_project
 from core.errors import NotFound
 from core.ids import uuid_or_none
 
@@ -151,14 +152,11 @@ def jobs_purge_finished(
     finished = Job.objects.filter(
         status__in=[Job.Status.COMPLETED, Job.Status.FAILED], created_at__lt=cutoff, finished_at__lt=cutoff
     )
-    project_ids = [project_id] if project_id is not None else Project.objects.values_list("id", flat=True)
-    return sum(
-        purge(
-            finished.filter(project_id=one),
-            order_by=("created_at",),
-            batch_size=batch_size,
-            max_batches=max_batches,
-            dry_run=dry_run,
-        )
-        for one in project_ids
+    return purge_by_project(
+        finished,
+        project_ids=project_ids_in_scope(project_id=project_id),
+        order_by=("created_at",),
+        batch_size=batch_size,
+        max_batches=max_batches,
+        dry_run=dry_run,
     )

@@ -20,10 +20,11 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.models import Job, Project
+from accounts.selectors import project_ids_in_scope
 from contacts.data_rules import data_rules
 from contacts.models import Contact, Event, ImportUpload
 from contacts.signals import contacts_changed, event_recorded, events_recorded
-from core.batches import purge
+from core.batches import purge, purge_by_project
 from core.commit import after_commit
 from core.db import insert_prepared
 from core.errors import Conflict
@@ -298,16 +299,13 @@ def events_purge_old(
     if settings.EVENT_RETENTION_DAYS <= 0:
         return 0
     cutoff = timezone.now() - timedelta(days=settings.EVENT_RETENTION_DAYS)
-    project_ids = [project_id] if project_id is not None else Project.objects.values_list("id", flat=True)
-    return sum(
-        purge(
-            Event.objects.filter(project_id=one, created_at__lt=cutoff),
-            order_by=("created_at", "id"),
-            batch_size=batch_size,
-            max_batches=max_batches,
-            dry_run=dry_run,
-        )
-        for one in project_ids
+    return purge_by_project(
+        Event.objects.filter(created_at__lt=cutoff),
+        project_ids=project_ids_in_scope(project_id=project_id),
+        order_by=("created_at", "id"),
+        batch_size=batch_size,
+        max_batches=max_batches,
+        dry_run=dry_run,
     )
 
 

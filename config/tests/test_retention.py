@@ -173,3 +173,12 @@ def test_text_output_names_each_rule(aged):
     assert "email-bodies: 1 rendered email bodies emptied (older than 90 days) [dry run]" in text
     assert "events: off (EVENT_RETENTION_DAYS=0)" in text
     assert text.rstrip().endswith("row(s) would be removed or emptied")
+
+
+def test_progress_goes_to_stderr_only_when_asked(db):
+    out, err = StringIO(), StringIO()
+    call_command("purge", "--json", stdout=out, stderr=err)
+    assert err.getvalue() == ""  # not a terminal
+    out, err = StringIO(), StringIO()
+    call_command("purge", "--json", "--progress", stdout=out, stderr=err)
+    assert "retention" in err.getvalue() and json.loads(out.getvalue())["dryRun"] is False

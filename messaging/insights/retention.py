@@ -11,8 +11,8 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from accounts.models import Project
-from core.batches import in_batches, purge
+from accounts.selectors import project_ids_in_scope
+from core.batches import in_batches, purge_by_project
 from messaging.models import Email
 
 # Rows a worker may still send keep their body whatever their age.
@@ -49,14 +49,11 @@ def emails_purge_old(
     if settings.EMAIL_RETENTION_DAYS <= 0:
         return 0
     cutoff = timezone.now() - timedelta(days=settings.EMAIL_RETENTION_DAYS)
-    project_ids = [project_id] if project_id is not None else Project.objects.values_list("id", flat=True)
-    return sum(
-        purge(
-            Email.objects.filter(project_id=one, created_at__lt=cutoff).exclude(status__in=_UNFINISHED),
-            order_by=("created_at",),
-            batch_size=batch_size,
-            max_batches=max_batches,
-            dry_run=dry_run,
-        )
-        for one in project_ids
+    return purge_by_project(
+        Email.objects.filter(created_at__lt=cutoff).exclude(status__in=_UNFINISHED),
+        project_ids=project_ids_in_scope(project_id=project_id),
+        order_by=("created_at",),
+        batch_size=batch_size,
+        max_batches=max_batches,
+        dry_run=dry_run,
     )
