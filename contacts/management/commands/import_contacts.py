@@ -1,3 +1,4 @@
+import contextlib
 import csv
 import time
 from pathlib import Path
@@ -53,7 +54,9 @@ class Command(OperatorCommand):
 
     def _finished(self, job_id, poll_seconds: float) -> Job:
         """Run the job here; when a worker claimed it first (or has run it), wait for it to finish."""
-        contact_import_run(job_id=job_id)
+        # A run that raised has recorded the job FAILED with the error, reported below.
+        with contextlib.suppress(Exception):
+            contact_import_run(job_id=job_id)
         with self.progress(total=100, desc="import") as bar:
             while True:
                 job = Job.objects.get(pk=job_id)
