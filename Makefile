@@ -4,15 +4,22 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 SHELL := /bin/bash
 
-.PHONY: install run test lint format schema migrate clean-dev
+.PHONY: install install-dev run test lint format schema migrate clean-dev
 
+# The runtime alone (requirements.txt) for `make run`; tests and lint add requirements-dev.txt on top.
 $(BIN)/.installed: requirements.txt
-	python3 -m venv $(VENV)
+	test -x $(BIN)/python || python3 -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements.txt
 	touch $@
 
+$(BIN)/.installed-dev: requirements-dev.txt $(BIN)/.installed
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	touch $@
+
 install: $(BIN)/.installed
+
+install-dev: $(BIN)/.installed-dev
 
 migrate: install
 	$(BIN)/python manage.py migrate --no-input -v 0
@@ -30,10 +37,10 @@ run: migrate
 
 # On PostgreSQL (and Redis) when they answer on 127.0.0.1, else SQLite; an explicit DATABASE_URL always wins.
 # The first line says which (.ci/test_services.py).
-test: install
+test: install-dev
 	@$(BIN)/python .ci/test_services.py $(BIN)/pytest -q
 
-lint: install
+lint: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports --no-cache
@@ -43,7 +50,7 @@ lint: install
 schema: install
 	DEBUG=true $(BIN)/python manage.py spectacular --validate --fail-on-warn --file var/openapi.yaml
 
-format: install
+format: install-dev
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 

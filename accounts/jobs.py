@@ -22,6 +22,8 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.models import Job, Project
+from accounts.selectors import project_ids_in_scope
+from core.batches import purge_by_project
 from core.errors import NotFound
 from core.ids import uuid_or_none
 
@@ -103,14 +105,20 @@ def job_run(job_id, run: Callable[[Job, Report], dict]) -> Job | None:
     return _finish(job, status=Job.Status.COMPLETED, progress=100, result=result)
 
 
+def jobs_stalled(*, now=None):
+    """Jobs whose worker was lost (lease expired) or whose message never arrived (PENDING past the grace period),
+    as of `now` (default: this moment)."""
+    now = now or timezone.now()
+    return Job.objects.filter(
+        Q(status=Job.Status.PENDING, created_at__lt=now - timedelta(seconds=settings.JOB_PUBLISH_GRACE_SECONDS))
+        | Q(status=Job.Status.PROCESSING, heartbeat_at__lt=now - timedelta(seconds=settings.JOB_LEASE_SECONDS))
+    )
+
+
 def jobs_requeue_stalled(*, limit: int = 100) -> int:
     """Publish again the jobs whose worker was lost (lease expired) or whose message never arrived (PENDING past
     the grace period). A job already running elsewhere ignores the extra message (the claim)."""
-    stale_pending = timezone.now() - timedelta(seconds=settings.JOB_PUBLISH_GRACE_SECONDS)
-    stalled = Job.objects.filter(
-        Q(status=Job.Status.PENDING, created_at__lt=stale_pending)
-        | Q(status=Job.Status.PROCESSING, heartbeat_at__lt=_lease_expired_before())
-    ).values_list("id", "type")[:limit]
+    stalled = jobs_stalled().values_list("id", "type")[:limit]
     published = 0
     for job_id, job_type in stalled:
         publish = _publishers.get(job_type)
@@ -130,3 +138,25 @@ def job_get(*, project: Project, job_id: str, types: Iterable[str]) -> Job:
     if job is None:
         raise NotFound("Job", job_id)
     return job
+
+
+def jobs_purge_finished(
+    *, project_id=None, batch_size: int = 1000, max_batches: int | None = None, dry_run: bool = False
+) -> int:
+    """Delete jobs that finished more than JOB_RETENTION_DAYS ago (0 keeps them), with what they hold (an
+    import's upload); unfinished jobs stay whatever their age. Each project's jobs are read oldest first from the
+    (project, created_at) index, and a job finishes after it was created, so its creation bounds the scan."""
+    if settings.JOB_RETENTION_DAYS <= 0:
+        return 0
+    cutoff = timezone.now() - timedelta(days=settings.JOB_RETENTION_DAYS)
+    finished = Job.objects.filter(
+        status__in=[Job.Status.COMPLETED, Job.Status.FAILED], created_at__lt=cutoff, finished_at__lt=cutoff
+    )
+    return purge_by_project(
+        finished,
+        project_ids=project_ids_in_scope(project_id=project_id),
+        order_by=("created_at",),
+        batch_size=batch_size,
+        max_batches=max_batches,
+        dry_run=dry_run,
+    )

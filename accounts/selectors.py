@@ -1,4 +1,5 @@
 import hmac
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from accounts import keycache
@@ -52,6 +53,11 @@ def api_key_lookup(*, token: str, window: Window | None = None) -> ApiKeyMatch |
     else:
         matches = hmac.compare_digest(project.secret_key_hash, digest)
     return ApiKeyMatch(project=project, kind=kind) if matches else None
+
+
+def project_ids_in_scope(*, project_id=None) -> Iterable:
+    """The project ids an operator's run covers: the one given, or every project's."""
+    return [project_id] if project_id is not None else Project.objects.values_list("id", flat=True)
 
 
 def idempotency_record_get(*, project: Project, key: str) -> IdempotencyRecord | None:

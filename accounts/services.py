@@ -9,6 +9,7 @@ from accounts import keycache
 from accounts.keys import KeyPair, generate_pair, hash_key
 from accounts.models import IdempotencyRecord, Membership, Project, User
 from core import crypto, standard_webhooks
+from core.batches import purge
 
 
 def user_get_or_create(*, email: str, password: str | None = None) -> tuple[User, bool]:
@@ -131,6 +132,11 @@ def idempotency_finish(*, record: IdempotencyRecord, status_code: int) -> None:
         IdempotencyRecord.objects.filter(pk=record.pk).update(status_code=status_code)
 
 
-def idempotency_purge_expired() -> int:
-    deleted, _ = IdempotencyRecord.objects.filter(expires_at__lte=timezone.now()).delete()
-    return deleted
+def idempotency_purge_expired(
+    *, project_id=None, batch_size: int = 1000, max_batches: int | None = None, dry_run: bool = False
+) -> int:
+    """Expired keys are already free (claims ignore them); deleting them keeps the table small."""
+    expired = IdempotencyRecord.objects.filter(expires_at__lte=timezone.now())
+    if project_id is not None:
+        expired = expired.filter(project_id=project_id)
+    return purge(expired, order_by=("expires_at",), batch_size=batch_size, max_batches=max_batches, dry_run=dry_run)

@@ -4,12 +4,6 @@ schedule at start-up, where operators can pause or retime them in the admin."""
 from datetime import timedelta
 
 BEAT_SCHEDULE = {
-    # Expired keys are already free (claims ignore them); this keeps the table small.
-    "purge-expired-idempotency-keys": {
-        "task": "accounts.tasks.purge_expired_idempotency_keys",
-        "schedule": timedelta(hours=1),
-        "options": {"expires": 30 * 60},
-    },
     # Jobs (imports, bulk changes) whose worker died or whose message was lost are published again; the next
     # worker resumes them from their checkpoint.
     "requeue-stalled-jobs": {
@@ -59,17 +53,13 @@ BEAT_SCHEDULE = {
         "schedule": timedelta(minutes=1),
         "options": {"expires": 50},
     },
-    # Retention: rendered bodies older than EMAIL_BODY_RETENTION_DAYS are emptied, in bounded batches so one run
-    # never holds locks for long; a backlog (first run, long outage) drains over successive runs.
-    "clear-old-email-bodies": {
-        "task": "messaging.tasks.clear_old_email_bodies_task",
+    # Retention (config/retention.py): rendered bodies, provider webhook receipts, expired idempotency keys,
+    # finished jobs and their uploads, and (when turned on) old events and email rows. Every rule works in short
+    # batches, at most RETENTION_MAX_BATCHES per rule and run, so a run never holds locks for long; a backlog (first
+    # run, long outage) drains over successive runs. Hourly is often enough for ages counted in hours and days.
+    "apply-retention": {
+        "task": "config.tasks.apply_retention_task",
         "schedule": timedelta(hours=1),
         "options": {"expires": 50 * 60},
-    },
-    # Feedback: webhook receipts only need to outlive the providers' redeliveries (FEEDBACK_RECEIPT_RETENTION_DAYS).
-    "purge-webhook-receipts": {
-        "task": "messaging.tasks.purge_webhook_receipts_task",
-        "schedule": timedelta(hours=6),
-        "options": {"expires": 5 * 3600},
     },
 }

@@ -3,14 +3,12 @@
 import logging
 
 from django.conf import settings
-from django.core.cache import cache
-from django.db import connection
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from config import probes
 from config.api.views import PublicApiView
-from config.celery import app as celery_app
 
 logger = logging.getLogger(__name__)
 
@@ -60,22 +58,6 @@ def _check(name: str, probe) -> str:
     return "ok"
 
 
-def _database() -> None:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
-
-
-def _cache() -> None:
-    cache.set("health:probe", "1", 10)
-    if cache.get("health:probe") != "1":
-        raise RuntimeError("cache did not return the probe value")
-
-
-def _broker() -> None:
-    with celery_app.connection_for_write() as conn:
-        conn.ensure_connection(max_retries=1, interval_start=0, interval_step=0, timeout=2)
-
-
 class HealthView(PublicApiView):
     rate_limited = False
 
@@ -87,8 +69,8 @@ class HealthView(PublicApiView):
         },
     )
     def get(self, request):
-        checks = {"database": _check("database", _database), "cache": _check("cache", _cache)}
-        checks["broker"] = _check("broker", _broker)
+        checks = {"database": _check("database", probes.database), "cache": _check("cache", probes.cache_roundtrip)}
+        checks["broker"] = _check("broker", probes.broker)
         failing = [name for name, state in checks.items() if state != "ok"]
         if failing:
             return Response({"status": "error", "checks": checks, "failing": failing}, status=503)

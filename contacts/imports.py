@@ -347,3 +347,19 @@ def contact_import_run(*, job_id) -> Job | None:
     if job is not None:
         ImportUpload.objects.filter(job_id=job_id).delete()
     return job
+
+
+def contact_import_preview(*, content: bytes) -> dict:
+    """What the file itself would give an import, writing nothing (`import_contacts --dry-run`): its checks at
+    upload (raised as at upload), then every row parsed by the import's own rules. Rows refused only by what is
+    stored (data that would grow past the limit on an existing contact) show up in the real run alone."""
+    layout = inspect_csv(content)
+    totals = _Totals()
+    valid = 0
+    for item in _parsed(content, layout):
+        totals.total += 1
+        if isinstance(item, _Failure):
+            totals.fail(item)
+        else:
+            valid += 1
+    return {"totalRows": totals.total, "validCount": valid, "failureCount": totals.failed, "errors": totals.errors}

@@ -11,16 +11,20 @@ import itertools
 import json
 import re
 from collections.abc import Iterable, Sequence
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from accounts.models import Project
+from accounts.models import Job, Project
+from accounts.selectors import project_ids_in_scope
 from contacts.data_rules import data_rules
-from contacts.models import Contact, Event
+from contacts.models import Contact, Event, ImportUpload
 from contacts.signals import contacts_changed, event_recorded, events_recorded
+from core.batches import purge, purge_by_project
 from core.commit import after_commit
 from core.db import insert_prepared
 from core.errors import Conflict
@@ -281,3 +285,36 @@ def contact_field_delete(*, project: Project, key: str) -> int:
         contact.updated_at = now
     Contact.objects.bulk_update(changed, ["data", "updated_at"], batch_size=500)
     return len(changed)
+
+
+# Retention (docs/operations.md) ------------------------------------------------------------------------------------
+
+
+def events_purge_old(
+    *, project_id=None, batch_size: int = 1000, max_batches: int | None = None, dry_run: bool = False
+) -> int:
+    """Delete events older than EVENT_RETENTION_DAYS (0, the default, keeps them all), project by project and
+    oldest first along the (project, created_at, id) index. Segment conditions on events and the activity feed
+    then see only the events kept."""
+    if settings.EVENT_RETENTION_DAYS <= 0:
+        return 0
+    cutoff = timezone.now() - timedelta(days=settings.EVENT_RETENTION_DAYS)
+    return purge_by_project(
+        Event.objects.filter(created_at__lt=cutoff),
+        project_ids=project_ids_in_scope(project_id=project_id),
+        order_by=("created_at", "id"),
+        batch_size=batch_size,
+        max_batches=max_batches,
+        dry_run=dry_run,
+    )
+
+
+def import_uploads_purge_finished(
+    *, project_id=None, batch_size: int = 1000, max_batches: int | None = None, dry_run: bool = False
+) -> int:
+    """Delete the uploaded files of finished imports: an import removes its own when it ends, but a worker killed
+    between finishing the job and that delete leaves it, and nothing would run the import again to remove it."""
+    finished = ImportUpload.objects.filter(job__status__in=[Job.Status.COMPLETED, Job.Status.FAILED])
+    if project_id is not None:
+        finished = finished.filter(job__project_id=project_id)
+    return purge(finished, order_by=("pk",), batch_size=batch_size, max_batches=max_batches, dry_run=dry_run)

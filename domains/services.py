@@ -135,6 +135,16 @@ def domain_dkim_key_ensure(*, domain: Domain) -> Domain:
     return domain
 
 
+def domain_records_lookup(*, domain: Domain) -> dict[Purpose, tuple[records.ExpectedRecord, records.RecordCheck]]:
+    """Look up and judge every record the domain's owner should publish, storing nothing (step 1 of
+    `domain_check`, and `check_domains --dry-run`)."""
+    expected = records.expected_records(domain)
+    # The lookups run side by side: with a dead nameserver the check takes one timeout, not one per record.
+    with ThreadPoolExecutor(max_workers=len(expected), thread_name_prefix="domain-check") as pool:
+        checks = pool.map(lambda record: records.check(record, public_key=domain.dkim_public_key), expected)
+        return {record.purpose: (record, result) for record, result in zip(expected, checks, strict=True)}
+
+
 def domain_check(*, domain: Domain) -> Domain:
     """Check every record of a domain against DNS now and move its state.
 
@@ -151,11 +161,7 @@ def domain_check(*, domain: Domain) -> Domain:
     """
     domain = domain_dkim_key_ensure(domain=domain)
     now = timezone.now()
-    expected = records.expected_records(domain)
-    # The lookups run side by side: with a dead nameserver the check takes one timeout, not one per record.
-    with ThreadPoolExecutor(max_workers=len(expected), thread_name_prefix="domain-check") as pool:
-        checks = pool.map(lambda record: records.check(record, public_key=domain.dkim_public_key), expected)
-        results = {record.purpose: (record, result) for record, result in zip(expected, checks, strict=True)}
+    results = domain_records_lookup(domain=domain)
     lost = False
     try:
         with transaction.atomic():

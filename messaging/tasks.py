@@ -1,9 +1,6 @@
 from celery import shared_task
-from django.conf import settings
 
 from messaging.engagement.hits import tracking_hits_drain
-from messaging.feedback.services import receipts_purge
-from messaging.insights.retention import email_bodies_clear
 from messaging.sending.delivery import emails_deliver, emails_sweep
 from messaging.sending.dispatch import delivery_retries_publish, delivery_tasks_publish, emails_dispatch
 
@@ -30,18 +27,6 @@ def sweep_emails_task() -> int:
     overdue = emails_sweep()
     delivery_tasks_publish([str(email_id) for email_id in overdue])
     return len(overdue)
-
-
-@shared_task(ignore_result=True)
-def clear_old_email_bodies_task() -> int:
-    return email_bodies_clear(
-        batch_size=settings.EMAIL_BODY_RETENTION_BATCH, max_batches=settings.EMAIL_BODY_RETENTION_MAX_BATCHES
-    )
-
-
-@shared_task(ignore_result=True)
-def purge_webhook_receipts_task() -> int:
-    return receipts_purge()
 
 
 @shared_task(ignore_result=True)

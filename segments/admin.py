@@ -61,5 +61,6 @@ class SegmentAdmin(admin.ModelAdmin):
 
     @admin.action(description="Recompute now (tracked: entries and exits; others: count)")
     def recompute_now(self, request, queryset):
-        done = sum(segment_recompute(segment_id=segment_id) for segment_id in queryset.values_list("id", flat=True))
+        ids = queryset.values_list("id", flat=True)
+        done = sum(segment_recompute(segment_id=segment_id) is not None for segment_id in ids)
         self.message_user(request, f"Recomputed {done} segment(s); others were busy.", messages.SUCCESS)

@@ -270,23 +270,35 @@ def _enter_live(segment: Segment, live, now) -> int:
 CLAIM_TIMEOUT = timedelta(minutes=15)
 
 
-def segment_recompute(*, segment_id) -> bool:
+def segment_recompute(*, segment_id) -> ComputeResult | None:
     """The periodic work on one segment: recompute a tracked dynamic segment (entries, exits, events), recount any
-    other. Claimed by a conditional UPDATE so two runs never work on one segment at once; False when another run
-    holds it (or the segment is gone)."""
+    other (no moves then). Claimed by a conditional UPDATE so two runs never work on one segment at once; None when
+    another run holds it (or the segment is gone)."""
     now = timezone.now()
     free = Q(claimed_at=None) | Q(claimed_at__lt=now - CLAIM_TIMEOUT)
     if not Segment.objects.filter(free, pk=segment_id).update(claimed_at=now):
-        return False
+        return None
     try:
         segment = Segment.objects.select_related("project").get(pk=segment_id)
         if segment.type == SegmentType.DYNAMIC and segment.track_membership:
-            segment_compute(segment=segment)
-        else:
-            segment_refresh(segment=segment)
+            return segment_compute(segment=segment)
+        segment_refresh(segment=segment)
+        return ComputeResult(added=0, removed=0, total=segment.member_count)
     finally:
         Segment.objects.filter(pk=segment_id).update(claimed_at=None, refreshed_at=timezone.now())
-    return True
+
+
+def segment_compute_preview(*, segment: Segment) -> ComputeResult:
+    """What `segment_recompute` would do now, writing nothing: for a tracked dynamic segment the contacts that
+    would enter and exit, for any other its live member count (`recompute_segments --dry-run`)."""
+    now = timezone.now()
+    live = segment_members(segment=segment, now=now).order_by().values("pk")
+    if segment.type != SegmentType.DYNAMIC or not segment.track_membership:
+        return ComputeResult(added=0, removed=0, total=live.count())
+    current = SegmentMembership.objects.filter(segment_id=segment.id, exited_at=None)
+    removed = current.filter(~Exists(live.filter(pk=OuterRef("contact_id")))).count()
+    added = live.filter(~Exists(current.filter(contact_id=OuterRef("pk")))).count()
+    return ComputeResult(added=added, removed=removed, total=live.count())
 
 
 def segment_contact_reevaluate(*, contact_id) -> int:

@@ -73,6 +73,8 @@ INSTALLED_APPS = [
     "segments",
     "workflows",
     "domains",
+    # Last: the service's own commands and tasks, which compose the apps above (purge, doctor, the retention run).
+    "config",
 ]
 
 MIDDLEWARE = [
@@ -417,11 +419,18 @@ SEGMENT_REFRESH_BATCH = env.int("SEGMENT_REFRESH_BATCH", default=500)
 # A contact's tracked segments are re-evaluated at most once per this many seconds after its events.
 SEGMENT_REEVALUATE_DEBOUNCE_SECONDS = env.int("SEGMENT_REEVALUATE_DEBOUNCE_SECONDS", default=5)
 
-# Retention (docs/analytics.md): rendered bodies of finished emails are emptied after this many days, by an hourly beat
-# task in batches (the rows, their counts and events stay).
+# Retention (docs/operations.md "Retention"): applied hourly by the `apply-retention` beat task and at once by
+# `manage.py purge`, in batches of RETENTION_BATCH_SIZE rows (one short statement each), at most
+# RETENTION_MAX_BATCHES batches per rule per hourly run (a backlog drains over successive runs).
+# Rendered bodies of finished emails are emptied after this many days (the rows, their counts and events stay).
 EMAIL_BODY_RETENTION_DAYS = env.int("EMAIL_BODY_RETENTION_DAYS", default=90)
-EMAIL_BODY_RETENTION_BATCH = env.int("EMAIL_BODY_RETENTION_BATCH", default=1000)
-EMAIL_BODY_RETENTION_MAX_BATCHES = env.int("EMAIL_BODY_RETENTION_MAX_BATCHES", default=50)
+# Finished jobs (imports, bulk changes), with their uploads, are deleted this many days after they finished.
+JOB_RETENTION_DAYS = env.int("JOB_RETENTION_DAYS", default=30)
+# Events and finished email rows older than this many days are deleted; 0 (the default) keeps them for ever.
+EVENT_RETENTION_DAYS = env.int("EVENT_RETENTION_DAYS", default=0)
+EMAIL_RETENTION_DAYS = env.int("EMAIL_RETENTION_DAYS", default=0)
+RETENTION_BATCH_SIZE = env.int("RETENTION_BATCH_SIZE", default=1000)
+RETENTION_MAX_BATCHES = env.int("RETENTION_MAX_BATCHES", default=50)
 
 # Feedback: provider webhooks (docs/feedback.md), suppression and the reputation guard
 # Basic-auth credentials ("user:password", comma-separated to rotate) for the provider webhooks; Postmark, Brevo

@@ -8,8 +8,8 @@ from django.conf import settings
 from django.utils import timezone
 
 from accounts.models import IdempotencyRecord
-from accounts.tasks import purge_expired_idempotency_keys
 from config.celery import app
+from config.tasks import apply_retention_task
 from config.tests.processes import celery_worker, gunicorn_server, wait_until
 from conftest import REDIS_URL
 
@@ -26,7 +26,7 @@ def test_a_real_worker_runs_a_queued_periodic_task(project):
     )
     app.conf.task_always_eager = False
     try:
-        purge_expired_idempotency_keys.delay()
+        apply_retention_task.delay()
     finally:
         app.conf.task_always_eager = True
     with celery_worker():

@@ -24,6 +24,7 @@ from django.db.models import Case, F, Value, When
 from django.utils import timezone
 
 from contacts.services import contact_subscription_set, events_record_bulk, normalize_email
+from core.batches import purge
 from core.ids import uuid_or_none
 from core.time import iso
 from messaging.engagement.services import email_click_record, email_open_record
@@ -166,8 +167,13 @@ def feedback_record(*, event: FeedbackEvent) -> WebhookReceipt | None:
     return receipt
 
 
-def receipts_purge(*, now=None) -> int:
-    """Receipts only need to outlive a provider's redeliveries (a few days at most)."""
-    before = (now or timezone.now()) - timedelta(days=settings.FEEDBACK_RECEIPT_RETENTION_DAYS)
-    deleted, _ = WebhookReceipt.objects.filter(received_at__lt=before).delete()
-    return deleted
+def receipts_purge(
+    *, project_id=None, batch_size: int = 1000, max_batches: int | None = None, dry_run: bool = False
+) -> int:
+    """Receipts only need to outlive a provider's redeliveries (a few days at most): those older than
+    FEEDBACK_RECEIPT_RETENTION_DAYS go, oldest first along the received_at index."""
+    before = timezone.now() - timedelta(days=settings.FEEDBACK_RECEIPT_RETENTION_DAYS)
+    old = WebhookReceipt.objects.filter(received_at__lt=before)
+    if project_id is not None:
+        old = old.filter(project_id=project_id)
+    return purge(old, order_by=("received_at",), batch_size=batch_size, max_batches=max_batches, dry_run=dry_run)

@@ -13,6 +13,7 @@ import base64
 import logging
 import uuid
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
@@ -23,6 +24,7 @@ from contacts.data_rules import validate_data
 from contacts.models import Contact
 from contacts.services import normalize_email
 from contacts.upsert import contact_upsert, contact_upsert_read, contact_upsert_write
+from core.batches import in_batches
 from core.db import insert_prepared
 from core.errors import NotFound, ValidationFailed
 from domains.services import sender_domain_for
@@ -397,3 +399,33 @@ def emails_retry(*, email_ids: list) -> int:
         )
         enqueue_delivery(ids)
     return len(ids)
+
+
+def emails_retry_failed(
+    *, since, project: Project | None = None, batch_size: int = 500, dry_run: bool = False, on_batch=None
+) -> int:
+    """Queue again, through `emails_retry`, every FAILED email that failed since `since` (its `updated_at`, the
+    failure time), of one project or all; returns how many (with `dry_run`, how many would be).
+
+    Rows whose body retention has emptied (older than EMAIL_BODY_RETENTION_DAYS) are left alone: they can no longer
+    be sent as they were. Rows failing again while this runs (a worker is fast) are not taken twice: only failures
+    from before the start count. `on_batch(count)` is told after each batch (a command's progress)."""
+    now = timezone.now()
+    failed = Email.objects.filter(
+        status=Email.Status.FAILED,
+        updated_at__gte=since,
+        updated_at__lt=now,
+        created_at__gte=now - timedelta(days=settings.EMAIL_BODY_RETENTION_DAYS),
+    )
+    if project is not None:
+        failed = failed.filter(project=project)
+    if dry_run:
+        return failed.count()
+
+    def retry(ids: list) -> int:
+        count = emails_retry(email_ids=ids)
+        if on_batch is not None:
+            on_batch(count)
+        return count
+
+    return in_batches(failed, retry, order_by=("updated_at", "id"), batch_size=batch_size)

@@ -14,8 +14,8 @@ from contacts.services import events_record_bulk
 from core.time import iso
 from messaging.insights import registry
 from messaging.insights.registry import CampaignDirectory, CampaignInfo
+from messaging.insights.retention import email_bodies_clear
 from messaging.models import Email, EmailStatsHour
-from messaging.tasks import clear_old_email_bodies_task
 from messaging.tests import test_activity
 from messaging.tests.feedback import feedback_settings_fixture, generic_post  # noqa: F401 - fixture
 
@@ -340,7 +340,6 @@ def test_other_projects_series_is_all_zero(engaged, other_client, anon_client):
 
 
 def test_retention_clears_old_bodies_and_keeps_the_counts(project, settings, engaged, secret_client):
-    settings.EMAIL_BODY_RETENTION_BATCH = 2
     old = timezone.now() - timedelta(days=91)
 
     def email(status, created_at):
@@ -360,13 +359,13 @@ def test_retention_clears_old_bodies_and_keeps_the_counts(project, settings, eng
     recent = email(Email.Status.SENT, timezone.now() - timedelta(days=89))
     before = (series(secret_client), secret_client.get("/activity").json()["total"])
 
-    assert clear_old_email_bodies_task.apply().get() == 4
+    assert email_bodies_clear(batch_size=2) == 4
     kept = dict(Email.objects.values_list("id", "html"))
     assert all(kept[e.id] == "" for e in [*expired, failed])
     assert kept[queued.id] == kept[recent.id] == "<p>hi</p>"
     assert kept[engaged.id]  # sent today
     assert (series(secret_client), secret_client.get("/activity").json()["total"]) == before
-    assert clear_old_email_bodies_task.apply().get() == 0
+    assert email_bodies_clear(batch_size=2) == 0
 
 
 def test_rollup_admin_is_read_only(engaged, admin_client):

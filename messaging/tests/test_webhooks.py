@@ -14,8 +14,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from contacts.models import Contact, Event
+from messaging.feedback.services import receipts_purge
 from messaging.models import Email, Suppression, WebhookReceipt
-from messaging.tasks import purge_webhook_receipts_task
 from messaging.tests.feedback import (  # noqa: F401 - fixtures
     CERT_URL,
     MAILGUN_KEY,
@@ -571,7 +571,7 @@ def test_receipts_older_than_the_retention_are_purged(client, project):
     generic_post(client, [{"id": "old", "type": "delivered", "emailId": str(email.id)}])
     generic_post(client, [{"id": "new", "type": "opened", "emailId": str(email.id)}])
     WebhookReceipt.objects.filter(event_id="old").update(received_at=timezone.now() - timedelta(days=8))
-    assert purge_webhook_receipts_task() == 1
+    assert receipts_purge() == 1
     assert list(WebhookReceipt.objects.values_list("event_id", flat=True)) == ["new"]
 
 

@@ -32,10 +32,10 @@ def test_a_claimed_segment_is_skipped_until_its_claim_expires(secret_client, pro
     segment = create(secret_client).json()
     Contact.objects.create(project=project.project, email="ann@example.test", data={"plan": "pro"})
     Segment.objects.filter(pk=segment["id"]).update(claimed_at=timezone.now())
-    assert segment_recompute(segment_id=segment["id"]) is False
+    assert segment_recompute(segment_id=segment["id"]) is None
     assert Segment.objects.get(pk=segment["id"]).member_count == 0
     Segment.objects.filter(pk=segment["id"]).update(claimed_at=timezone.now() - timedelta(hours=1))
-    assert segment_recompute(segment_id=segment["id"]) is True
+    assert segment_recompute(segment_id=segment["id"]).total == 1
     assert Segment.objects.get(pk=segment["id"]).member_count == 1
 
 

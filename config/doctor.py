@@ -1,0 +1,246 @@
+"""`manage.py doctor`: every component and every kind of stuck work, each judged with what to do about it
+(docs/operations.md "Runbook").
+
+A check returns a `Finding`: `ok`, `problem` (the command then exits 2), `not configured` (a component the
+installation does not use, such as Redis on the embedded defaults: never a failure) or `info` (figures only).
+"""
+
+import os
+import smtplib
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.core.cache import caches
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.migrations.executor import MigrationExecutor
+from django.utils import timezone
+
+from accounts.jobs import jobs_stalled
+from accounts.models import Job
+from campaigns.models import Campaign, CampaignStatus
+from config import probes
+from config.schedule import BEAT_SCHEDULE
+from config.views import email_provider_name
+from core.cache import redis_client
+from domains import dns
+from messaging.models import Email
+from messaging.sending.transport import Transport
+from workflows.models import ExecutionStatus, WorkflowExecution
+
+OK, PROBLEM, NOT_CONFIGURED, INFO = "ok", "problem", "not configured", "info"
+# The broker lists kombu keeps for the default queue on Redis: one per priority step in use (0, 3, 6, 9).
+_PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
+# A periodic entry is late once it missed two of its runs, and never before 5 minutes (beat saves its last-run times
+# every few minutes, not at each run).
+_BEAT_SLACK = timedelta(minutes=5)
+# Scheduled campaigns start within a minute of their time: five minutes late means nothing is starting them.
+_CAMPAIGN_GRACE = timedelta(minutes=5)
+_RESUME_GRACE = timedelta(minutes=5)
+
+
+@dataclass
+class Finding:
+    name: str
+    state: str
+    detail: str
+    advice: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _probe(name: str, probe: Callable[[], None], advice: str, detail: str) -> Finding:
+    try:
+        probe()
+    except Exception as exc:
+        return Finding(name, PROBLEM, f"{type(exc).__name__}: {exc}"[:500], advice)
+    return Finding(name, OK, detail)
+
+
+def check_database() -> Finding:
+    vendor = connections[DEFAULT_DB_ALIAS].vendor
+    return _probe(
+        "database",
+        probes.database,
+        "Check DATABASE_URL and that the server accepts connections from this host (pg_isready).",
+        f"{vendor} answers",
+    )
+
+
+def check_redis() -> Finding:
+    client = redis_client(caches["default"])
+    if client is None:
+        return Finding("redis", NOT_CONFIGURED, "the cache is local memory (no CACHE_URL): fine for one host")
+    return _probe(
+        "redis",
+        client.ping,
+        "Check CACHE_URL and that redis-server runs (redis-cli ping). Requests still pass (the rate limit fails "
+        "open); opens, clicks and the delivery handover wait.",
+        "the cache answers",
+    )
+
+
+def check_broker() -> Finding:
+    if settings.CELERY_BROKER_URL.startswith("filesystem://"):
+        folder = Path(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"])
+        if not os.access(folder, os.W_OK):
+            return Finding("broker", PROBLEM, f"{folder} is not writable", "Give the service's user write access.")
+        return Finding("broker", NOT_CONFIGURED, f"embedded filesystem broker in {folder} (one host only)")
+    return _probe(
+        "broker",
+        probes.broker,
+        "Check CELERY_BROKER_URL and that the broker runs. Accepted email stays QUEUED and is published by the "
+        "sweeper once it is back.",
+        "the broker accepts connections",
+    )
+
+
+def check_beat(now=None) -> Finding:
+    """The last run django-celery-beat recorded for each entry of the schedule."""
+    from django_celery_beat.models import PeriodicTask
+
+    now = now or timezone.now()
+    known = {task.name: task for task in PeriodicTask.objects.filter(name__in=list(BEAT_SCHEDULE))}
+    advice = (
+        "Start exactly one `celery -A config beat` (deploy/systemd/herald-beat.service); without it no sweeper, retention, "
+        "domain check or scheduled campaign runs."
+    )
+    if not known:
+        return Finding("beat", PROBLEM, "celery-beat has never run against this database", advice)
+    late = []
+    for name, entry in BEAT_SCHEDULE.items():
+        task = known.get(name)
+        if task is not None and not task.enabled:
+            continue  # paused by an operator in the admin
+        interval = entry["schedule"]
+        last = task.last_run_at if task else None
+        if last is None or now - last > max(2 * interval, interval + _BEAT_SLACK):
+            late.append(f"{name} ({'never' if last is None else f'last {last:%Y-%m-%d %H:%M} UTC'})")
+    if late:
+        return Finding("beat", PROBLEM, "late: " + ", ".join(late), advice)
+    return Finding("beat", OK, f"{len(known)} periodic entries ran on time")
+
+
+def check_smtp() -> Finding:
+    provider = email_provider_name(settings.EMAIL_BACKEND)
+    if provider != "smtp":
+        what = f"mail goes to files in {settings.EMAIL_FILE_PATH}" if provider == "file" else f"mail goes to {provider}"
+        return Finding("smtp", NOT_CONFIGURED, f"{what} (EMAIL_URL), no SMTP server to greet")
+
+    def ehlo() -> None:
+        with Transport() as transport:
+            code, answer = transport.connection.connection.ehlo()
+            if code != 250:
+                raise smtplib.SMTPResponseException(code, answer)
+
+    return _probe(
+        "smtp",
+        ehlo,
+        "Check EMAIL_URL (host, port, TLS, credentials) and that the relay accepts this host. Mail waits QUEUED and "
+        "is retried with backoff meanwhile.",
+        f"{settings.EMAIL_HOST}:{settings.EMAIL_PORT} answers EHLO",
+    )
+
+
+def check_dns(name: str) -> Finding:
+    servers = ", ".join(settings.DNS_NAMESERVERS) or "the system's resolver"
+    result = dns.resolve(name, "A", use_cache=False)
+    if result.status in dns.TEMPORARY:
+        return Finding(
+            "dns",
+            PROBLEM,
+            f"{name} through {servers}: {result.reason}",
+            "Check DNS_NAMESERVERS (or /etc/resolv.conf) and that outbound DNS is allowed: domain checks and "
+            "/v1/verify depend on it.",
+        )
+    return Finding("dns", OK, f"{servers} answered for {name} ({result.status})")
+
+
+def check_migrations() -> Finding:
+    connection = connections[DEFAULT_DB_ALIAS]
+    executor = MigrationExecutor(connection)
+    plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    if plan:
+        names = ", ".join(f"{migration.app_label}.{migration.name}" for migration, _ in plan[:10])
+        return Finding("migrations", PROBLEM, f"{len(plan)} not applied: {names}", "Run `manage.py migrate`.")
+    return Finding("migrations", OK, "all applied")
+
+
+def check_queues() -> Finding:
+    """How much work waits: emails QUEUED, jobs PENDING, and the broker's and the delivery handover's lists."""
+    parts = [
+        f"{Email.objects.filter(status=Email.Status.QUEUED).count()} email(s) queued",
+        f"{Job.objects.filter(status=Job.Status.PENDING).count()} job(s) pending",
+    ]
+    client = redis_client(caches["default"])
+    if client is not None:
+        try:
+            waiting = client.llen(caches["default"].make_and_validate_key("delivery:waiting"))
+            parts.append(f"{waiting} id(s) in the delivery handover list")
+        except Exception as exc:
+            parts.append(f"delivery handover list unreadable ({type(exc).__name__})")
+    if settings.CELERY_BROKER_URL.startswith("redis"):
+        try:
+            from redis import Redis
+
+            broker = Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=2)
+            depth = sum(broker.llen(f"celery{suffix}") for suffix in _PRIORITY_SUFFIXES)
+            parts.append(f"{depth} task(s) waiting in the broker")
+        except Exception as exc:
+            parts.append(f"broker queue unreadable ({type(exc).__name__})")
+    elif settings.CELERY_BROKER_URL.startswith("filesystem://"):
+        folder = Path(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"])
+        parts.append(f"{sum(1 for path in folder.glob('*.msg'))} task(s) waiting in the broker folder")
+    return Finding("queues", INFO, "; ".join(parts))
+
+
+def check_stuck(now=None) -> list[Finding]:
+    """Work that the sweepers should have picked up: each kind is a problem when any row waits past its grace."""
+    now = now or timezone.now()
+    lease = timedelta(seconds=settings.DELIVERY_LEASE_SECONDS)
+    # The sweeper runs every minute: a row a minute past its lease is one it missed.
+    sending = Email.objects.filter(status=Email.Status.SENDING, claimed_at__lt=now - lease - timedelta(minutes=1))
+    jobs = jobs_stalled(now=now - timedelta(minutes=1))
+    campaigns = Campaign.objects.filter(status=CampaignStatus.SCHEDULED, scheduled_for__lt=now - _CAMPAIGN_GRACE)
+    resumes = WorkflowExecution.objects.filter(status=ExecutionStatus.WAITING, resume_at__lt=now - _RESUME_GRACE)
+    workers = "Check that Celery workers run (deploy/systemd/herald-worker.service) and celery-beat too."
+    kinds = [
+        ("stuck emails", sending.count(), "email(s) SENDING past their lease", workers),
+        ("stuck jobs", jobs.count(), "job(s) past their lease or never started", workers),
+        ("overdue campaigns", campaigns.count(), "scheduled campaign(s) past their time", workers),
+        ("overdue workflow resumes", resumes.count(), "workflow execution(s) waiting past their resume time", workers),
+    ]
+    return [
+        Finding(name, PROBLEM, f"{count} {what}", advice) if count else Finding(name, OK, f"no {what}")
+        for name, count, what, advice in kinds
+    ]
+
+
+def _guarded(name: str, check: Callable[[], Finding | list[Finding]]) -> list[Finding]:
+    """A check that raised (a database without the tables, a server gone mid-check) is that check's problem: the
+    doctor goes on with the others."""
+    try:
+        found = check()
+    except Exception as exc:
+        return [
+            Finding(name, PROBLEM, f"the check failed: {type(exc).__name__}: {exc}"[:500], "See the other findings.")
+        ]
+    return found if isinstance(found, list) else [found]
+
+
+def doctor_run(*, dns_name: str) -> list[Finding]:
+    checks = [
+        ("database", check_database),
+        ("migrations", check_migrations),
+        ("redis", check_redis),
+        ("broker", check_broker),
+        ("beat", check_beat),
+        ("smtp", check_smtp),
+        ("dns", lambda: check_dns(dns_name)),
+        ("queues", check_queues),
+        ("stuck work", check_stuck),
+    ]
+    return [finding for name, check in checks for finding in _guarded(name, check)]

@@ -1,0 +1,29 @@
+"""deploy/ agrees with the service: the nginx site's body limit is the service's own and it forwards the headers
+TRUSTED_PROXY_COUNT=1 reads; the units start the processes the way the README does. (CI also runs
+`deploy/check.sh`: systemd-analyze verify and nginx -t.)"""
+
+import re
+from pathlib import Path
+
+from django.conf import settings
+
+DEPLOY = Path(settings.BASE_DIR) / "deploy"
+
+
+def test_nginx_body_limit_and_proxy_headers_match_the_service():
+    site = (DEPLOY / "nginx" / "herald.conf").read_text()
+    limit = re.search(r"client_max_body_size (\d+)m;", site)
+    assert limit and int(limit.group(1)) * 1024 * 1024 == settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    # One proxy appends the client's address, the rightmost entry: what TRUSTED_PROXY_COUNT=1 reads.
+    assert "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;" in site
+    assert "proxy_set_header X-Forwarded-Proto $scheme;" in site
+    assert "proxy_set_header Host $host;" in site
+
+
+def test_units_start_web_worker_and_beat():
+    units = {path.stem: path.read_text() for path in (DEPLOY / "systemd").glob("*.service")}
+    assert set(units) == {"herald-web", "herald-worker", "herald-beat"}
+    assert "gunicorn -c config/gunicorn.py config.wsgi" in units["herald-web"]
+    assert "celery -A config worker" in units["herald-worker"]
+    assert "celery -A config beat" in units["herald-beat"]
+    assert all("Restart=always" in unit and "EnvironmentFile=" in unit for unit in units.values())

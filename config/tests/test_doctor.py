@@ -1,0 +1,158 @@
+"""`doctor`: each component checked for real (database, Redis, broker, beat, an SMTP server and a DNS server on
+loopback), components not configured reported without failing, and stuck work found."""
+
+import json
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.utils import timezone
+from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+from accounts.models import Job
+from campaigns.models import Campaign, CampaignStatus
+from config.schedule import BEAT_SCHEDULE
+from contacts.models import Contact
+from domains.dns import clear_local_cache
+from domains.tests.dnsserver import DnsServer, SilentServer
+from messaging.models import Email
+from workflows.models import ExecutionStatus, Workflow, WorkflowExecution
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def dns_server(settings):
+    server = DnsServer()
+    server.zone[("example.com", "A")] = ["192.0.2.1"]
+    settings.DNS_NAMESERVERS = [server.address]
+    clear_local_cache()
+    yield server
+    server.stop()
+    clear_local_cache()
+
+
+@pytest.fixture
+def beat_ran():
+    every = IntervalSchedule.objects.create(every=1, period=IntervalSchedule.MINUTES)
+    for name, entry in BEAT_SCHEDULE.items():
+        PeriodicTask.objects.create(name=name, task=entry["task"], interval=every, last_run_at=timezone.now())
+
+
+def doctor(*args) -> tuple[int, dict]:
+    out = StringIO()
+    try:
+        call_command("doctor", "--json", *args, stdout=out)
+        status = 0
+    except CommandError as exc:
+        status = exc.returncode
+    report = json.loads(out.getvalue())
+    return status, {check["name"]: check for check in report["checks"]}
+
+
+def states(checks: dict) -> dict:
+    return {name: check["state"] for name, check in checks.items()}
+
+
+def test_a_healthy_installation(project, beat_ran, smtp_sink, dns_server, settings):
+    status, checks = doctor()
+    assert status == 0, checks
+    assert states(checks) == {
+        "database": "ok",
+        "migrations": "ok",
+        "redis": "not configured" if "locmem" in settings.CACHES["default"]["BACKEND"] else "ok",
+        "broker": "not configured" if settings.CELERY_BROKER_URL.startswith("filesystem") else "ok",
+        "beat": "ok",
+        "smtp": "ok",
+        "dns": "ok",
+        "queues": "info",
+        "stuck emails": "ok",
+        "stuck jobs": "ok",
+        "overdue campaigns": "ok",
+        "overdue workflow resumes": "ok",
+    }
+    assert "answers EHLO" in checks["smtp"]["detail"]
+    assert dns_server.queries  # through the configured resolver
+
+
+def test_not_configured_components_never_fail(project, beat_ran, dns_server, settings):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    status, checks = doctor()
+    assert status == 0
+    assert checks["smtp"]["state"] == checks["redis"]["state"] == "not configured"
+
+
+def test_redis_is_checked_when_it_is_the_cache(project, beat_ran, smtp_sink, dns_server, redis_cache):
+    status, checks = doctor()
+    assert status == 0 and checks["redis"]["state"] == "ok"
+    assert "delivery handover list" in checks["queues"]["detail"]
+
+
+def test_stuck_work_and_dead_components_are_problems(project, smtp_sink, settings):
+    silent = SilentServer()
+    settings.DNS_NAMESERVERS, settings.DNS_TIMEOUT_SECONDS = [silent.address], 0.3
+    settings.EMAIL_PORT = 1  # nothing listens there
+    long_ago = timezone.now() - timedelta(hours=1)
+    contact = Contact.objects.create(project=project.project, email="ann@example.test")
+    Email.objects.create(
+        project=project.project,
+        to_email="a@example.test",
+        from_email="a@alice.test",
+        subject="S",
+        status=Email.Status.SENDING,
+        claimed_at=long_ago,
+    )
+    Job.objects.create(
+        project=project.project, type="CONTACT_IMPORT", status=Job.Status.PROCESSING, heartbeat_at=long_ago
+    )
+    Campaign.objects.create(
+        project=project.project,
+        name="C",
+        subject="S",
+        body="B",
+        from_email="a@alice.test",
+        status=CampaignStatus.SCHEDULED,
+        scheduled_for=long_ago,
+    )
+    workflow = Workflow.objects.create(project=project.project, name="W")
+    WorkflowExecution.objects.create(
+        project=project.project, workflow=workflow, contact=contact, status=ExecutionStatus.WAITING, resume_at=long_ago
+    )
+    try:
+        status, checks = doctor()
+    finally:
+        silent.stop()
+    assert status == 2
+    problems = {name for name, check in checks.items() if check["state"] == "problem"}
+    assert problems == {
+        "beat",
+        "smtp",
+        "dns",
+        "stuck emails",
+        "stuck jobs",
+        "overdue campaigns",
+        "overdue workflow resumes",
+    }
+    assert checks["beat"]["detail"] == "celery-beat has never run against this database"
+    assert all(checks[name]["advice"] for name in problems)
+    assert checks["stuck emails"]["detail"] == "1 email(s) SENDING past their lease"
+
+
+def test_a_late_beat_entry_is_named(project, beat_ran, smtp_sink, dns_server):
+    PeriodicTask.objects.filter(name="sweep-emails").update(last_run_at=timezone.now() - timedelta(minutes=30))
+    PeriodicTask.objects.filter(name="apply-retention").update(enabled=False, last_run_at=None)  # paused: not late
+    status, checks = doctor()
+    assert status == 2 and checks["beat"]["detail"].startswith("late: sweep-emails (last ")
+
+
+def test_text_output_gives_advice(project, smtp_sink, dns_server):
+    out = StringIO()
+    with pytest.raises(CommandError) as failed:
+        call_command("doctor", stdout=out)
+    assert failed.value.returncode == 2
+    text = out.getvalue()
+    assert "beat" in text and "PROBLEM" in text and "-> Start exactly one `celery -A config beat`" in text
+    assert text.rstrip().endswith("1 problem(s)")
