@@ -16,7 +16,7 @@ class StripeWebhookView(PublicApiView):
     @extend_schema(
         summary="Payment provider events (subscription changes), signed with the webhook secret",
         request=None,
-        responses={200: s.WebhookReceivedSerializer, 400: ERROR_RESPONSE, 501: ERROR_RESPONSE},
+        responses={200: s.WebhookReceivedSerializer, 400: ERROR_RESPONSE, 403: ERROR_RESPONSE},
     )
     def post(self, request):
         applied = billing_webhook_receive(payload=request.body, signature=request.headers.get("Stripe-Signature"))

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from accounts.models import Project
 from billing.models import ProjectBilling, ProviderEvent
-from core.errors import BadRequest, FeatureDisabled, ServiceError
+from core.errors import BadRequest, FeatureDisabled, Forbidden, ServiceError
 from core.ids import uuid_or_none
 
 logger = logging.getLogger(__name__)
@@ -143,7 +143,7 @@ def billing_invoices(*, project: Project) -> list[Invoice]:
         raise _provider_failed(exc) from exc
     return [
         Invoice(
-            id=item.id,
+            id=item["id"],
             number=item.get("number"),
             status=item.get("status"),
             currency=item.get("currency") or "",
@@ -155,13 +155,14 @@ def billing_invoices(*, project: Project) -> list[Invoice]:
             hosted_url=item.get("hosted_invoice_url"),
             pdf_url=item.get("invoice_pdf"),
         )
-        for item in page.data
+        for item in (invoice.to_dict() for invoice in page.data)
     ]
 
 
 def _event(payload: bytes, signature: str | None):
     if not settings.STRIPE_WEBHOOK_SECRET:
-        raise FeatureDisabled("The payment provider's webhook is not configured on this installation")
+        # As the mail providers' webhooks without credentials: nothing here can authenticate the caller.
+        raise Forbidden("The payment provider's webhook is not configured on this installation")
     if not signature:
         raise BadRequest("Missing Stripe-Signature header", details={"header": "Stripe-Signature"})
     try:
@@ -195,8 +196,7 @@ def _period_end(subscription) -> datetime | None:
     return _moment(items[0].get("current_period_end")) if items else None
 
 
-def _apply(event, billing: ProjectBilling) -> None:
-    obj = event.data.object
+def _apply(event, obj: dict, billing: ProjectBilling) -> None:
     happened = _moment(event.created)
     if billing.subscription_event_at and happened and happened < billing.subscription_event_at:
         return  # delivered late: a newer event already said more
@@ -235,11 +235,12 @@ def billing_webhook_receive(*, payload: bytes, signature: str | None) -> bool:
         return False
     if event.type != "checkout.session.completed" and event.type not in SUBSCRIPTION_EVENTS:
         return False
-    billing = _billing_for(event.data.object)
+    obj = event.data.object.to_dict()
+    billing = _billing_for(obj)
     if billing is None:
         logger.warning("Stripe event %s (%s) names no known project or customer", event.id, event.type)
         return False
-    _apply(event, billing)
+    _apply(event, obj, billing)
     receipt.project_id = billing.project_id
     receipt.save(update_fields=["project"])
     return True
