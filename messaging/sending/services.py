@@ -259,7 +259,7 @@ def emails_queue(
     domain = sender_domain_for(project=project, address=content.sender.email)
     _check_opt_outs(project, recipients, content, subscribed)
     recipients_check_suppressed(project=project, recipients=recipients, email_type=content.type)
-    allowance = _allowance(project, content)
+    allowance = _allowance(project, content.source)
     blocked = allowance is not None and allowance.exceeded_by(len(recipients))
     if blocked and content.source != Email.Source.WORKFLOW:
         allowance.check(len(recipients))
@@ -315,17 +315,18 @@ def emails_queue(
     return queued
 
 
-def _allowance(project: Project, content: SendContent, now=None) -> usage.Allowance | None:
-    category = CATEGORY_OF_SOURCE.get(content.source)
+def _allowance(project: Project, source: str, now=None) -> usage.Allowance | None:
+    """The cap and this month's usage of the source's category; None for a source that counts in none."""
+    category = CATEGORY_OF_SOURCE.get(source)
     return usage.allowance_read(project=project, category=category, now=now or timezone.now()) if category else None
 
 
 def emails_allowance_check(*, project: Project, source: str, count: int) -> None:
     """Refuse (429 `BILLING_LIMIT_EXCEEDED`) `count` more emails of `source` this month when they would pass the
     project's cap of its category: a campaign asks before it starts, with its audience."""
-    category = CATEGORY_OF_SOURCE.get(source)
-    if category is not None:
-        usage.allowance_read(project=project, category=category, now=timezone.now()).check(count)
+    allowance = _allowance(project, source)
+    if allowance is not None:
+        allowance.check(count)
 
 
 def emails_queue_bulk(*, project: Project, contacts: list[Contact], content: SendContent) -> None:
@@ -342,7 +343,7 @@ def emails_queue_bulk(*, project: Project, contacts: list[Contact], content: Sen
         return
     domain = sender_domain_for(project=project, address=content.sender.email)
     now = timezone.now()
-    allowance = _allowance(project, content, now)
+    allowance = _allowance(project, content.source, now)
     emails = [
         _email_row(
             project=project,

@@ -52,6 +52,7 @@ def test_an_image_is_stored_and_served_back_byte_for_byte(secret_client, anon_cl
     # The name and declared type say nothing: the content decides the extension.
     response = upload(secret_client, content, name="holiday.jpeg", content_type="application/octet-stream")
     assert response.status_code == 201, response.json()
+    assert response["RateLimit-Remaining"]  # counted like every API call
     url = response.json()["url"]
     assert url.endswith(f".{extension}")
     served = anon_client.get(served_path(url))
