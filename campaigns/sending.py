@@ -35,7 +35,13 @@ from core.errors import BadRequest, Conflict, ErrorCode, Forbidden, ValidationFa
 from core.time import iso
 from messaging.content.services import content_check
 from messaging.models import Email
-from messaging.sending.services import Address, SendContent, email_send_test, emails_queue_bulk
+from messaging.sending.services import (
+    Address,
+    SendContent,
+    email_send_test,
+    emails_allowance_check,
+    emails_queue_bulk,
+)
 
 logger = logging.getLogger(__name__)
 JOB_TYPE = "campaign_send"
@@ -94,7 +100,8 @@ def _start(campaign: Campaign, *, now: datetime) -> None:
 def campaign_send(*, campaign: Campaign, scheduled_for=None) -> tuple[Campaign, str]:
     """Send now (`scheduled_for` None) or schedule; returns the campaign and the message for the caller. Only from DRAFT or
     SCHEDULED (409); `scheduled_for` must parse (400) and lie ahead (422); the sender must still be on a verified
-    domain (403); the audience must not be empty (422 at `audienceType`)."""
+    domain (403); the audience must not be empty (422 at `audienceType`) nor larger than what is left of the
+    project's monthly campaigns cap (429 `BILLING_LIMIT_EXCEEDED`, checked when the send is asked for)."""
     campaign = Campaign.objects.select_for_update(of=("self",)).select_related("project", "segment").get(pk=campaign.pk)
     require_editable(campaign)
     when = parse_schedule(scheduled_for)
@@ -102,8 +109,10 @@ def campaign_send(*, campaign: Campaign, scheduled_for=None) -> tuple[Campaign, 
     if when is not None and when <= now:
         raise ValidationFailed.field("scheduledFor", "Must be in the future", "custom", received=iso(when))
     content_check(project=campaign.project, values={"from_email": campaign.from_email})
-    if not campaign_audience(campaign=campaign, now=now).exists():
+    audience = campaign_audience(campaign=campaign, now=now).count()
+    if not audience:
         raise ValidationFailed.field("audienceType", "Campaign has no recipients", "custom")
+    emails_allowance_check(project=campaign.project, source=Email.Source.CAMPAIGN, count=audience)
     if when is not None:
         campaign.status, campaign.scheduled_for, campaign.scheduled_at = CampaignStatus.SCHEDULED, when, now
         campaign.updated_at = now

@@ -24,6 +24,8 @@ urlpatterns = [
     path("", include("workflows.api.urls")),
     path("", include("domains.api.urls")),
     path("", include("messaging.feedback.urls")),
+    path("", include("billing.urls")),
+    path("", include("uploads.urls")),
 ]
 
 

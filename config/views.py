@@ -7,6 +7,7 @@ from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from billing.provider import provider_enabled
 from config import probes
 from config.api.views import PublicApiView
 
@@ -23,28 +24,52 @@ def email_provider_name(backend: str) -> str:
     )
 
 
-class ConfigView(PublicApiView):
-    @extend_schema(
-        summary="Feature flags of the running configuration",
-        responses=inline_serializer("ServiceConfig", {"environment": serializers.CharField()}),
+def _flag(name: str):
+    return inline_serializer(name, {"enabled": serializers.BooleanField()})
+
+
+class ServiceConfigSerializer(serializers.Serializer):
+    environment = serializers.CharField()
+    urls = inline_serializer("ServiceUrls", {"api": serializers.CharField(), "public": serializers.CharField()})
+    features = inline_serializer(
+        "ServiceFeatures",
+        {
+            "billing": _flag("BillingFeature"),
+            "storage": inline_serializer("StorageFeature", {"s3Enabled": serializers.BooleanField()}),
+            "authProviders": inline_serializer(
+                "AuthProvidersFeature", {"github": serializers.BooleanField(), "google": serializers.BooleanField()}
+            ),
+            "signup": inline_serializer("SignupFeature", {"signupsDisabled": serializers.BooleanField()}),
+            "email": inline_serializer(
+                "EmailFeature",
+                {"provider": serializers.CharField(), "trackingToggleEnabled": serializers.BooleanField()},
+            ),
+            "smtp": _flag("SmtpFeature"),
+        },
     )
+
+
+def service_features() -> dict:
+    """Each flag from the setting that turns its feature on (docs/billing.md, "What /config says")."""
+    provider = email_provider_name(settings.EMAIL_BACKEND)
+    return {
+        "billing": {"enabled": provider_enabled()},
+        "storage": {"s3Enabled": bool(settings.AWS_STORAGE_BUCKET_NAME)},
+        "authProviders": {"github": bool(settings.GITHUB_CLIENT_ID), "google": bool(settings.GOOGLE_CLIENT_ID)},
+        "signup": {"signupsDisabled": settings.SIGNUPS_DISABLED},
+        "email": {"provider": provider, "trackingToggleEnabled": settings.TRACKING_TOGGLE_ENABLED},
+        "smtp": {"enabled": provider == "smtp"},
+    }
+
+
+class ConfigView(PublicApiView):
+    @extend_schema(summary="Feature flags of the running configuration", responses=ServiceConfigSerializer)
     def get(self, request):
-        provider = email_provider_name(settings.EMAIL_BACKEND)
         return Response(
             {
                 "environment": settings.ENVIRONMENT,
                 "urls": {"api": settings.API_URL, "public": settings.PUBLIC_URL},
-                "features": {
-                    "billing": {"enabled": bool(getattr(settings, "BILLING_PROVIDER", ""))},
-                    "storage": {"s3Enabled": bool(getattr(settings, "S3_BUCKET", ""))},
-                    "authProviders": {
-                        "github": bool(getattr(settings, "GITHUB_OAUTH_CLIENT_ID", "")),
-                        "google": bool(getattr(settings, "GOOGLE_OAUTH_CLIENT_ID", "")),
-                    },
-                    "signup": {"signupsDisabled": settings.SIGNUPS_DISABLED},
-                    "email": {"provider": provider, "trackingToggleEnabled": True},
-                    "smtp": {"enabled": provider == "smtp"},
-                },
+                "features": service_features(),
             }
         )
 

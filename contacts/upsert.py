@@ -212,6 +212,9 @@ SELECT id, created FROM result
 _PG_DEPENDENT = """, dependent AS (
     {insert} WHERE EXISTS (SELECT 1 FROM result)
 )"""
+_PG_ALSO = """, also_{index} AS (
+    {statement}
+)"""
 _CONTACT_FIELDS = ("id", "project_id", "email", "subscribed", "snoozed_until", "data", "created_at", "updated_at")
 
 
@@ -247,7 +250,9 @@ class PostgresUpsert(PortableUpsert):
             contact.updated_at = now
         return PendingUpsert(contact=contact, outcome=outcome, variables=changes.variables, version=version)
 
-    def write(self, pending: PendingUpsert, *, dependent: Sequence[Model] = ()) -> bool:
+    def write(
+        self, pending: PendingUpsert, *, dependent: Sequence[Model] = (), also: Sequence[tuple[str, dict]] = ()
+    ) -> bool:
         """`contact_upsert_write`: True when the contact and `dependent` were written, False when nothing was."""
         contact = pending.contact
         params = {
@@ -264,6 +269,9 @@ class PostgresUpsert(PortableUpsert):
         if dependent:
             insert, params["rows"] = json_rows_insert(dependent, "%(rows)s")
             dependent_sql = _PG_DEPENDENT.format(insert=insert)
+        for index, (statement, statement_params) in enumerate(also):
+            dependent_sql += _PG_ALSO.format(index=index, statement=statement)
+            params.update(statement_params)
         with connection.cursor() as cursor:
             execute_prepared(cursor, _PG_GUARDED_UPSERT.format(dependent=dependent_sql), params)
             written = cursor.fetchone() is not None
@@ -386,12 +394,17 @@ def contact_upsert_read(
     return upsert_path().read(project=project, email=email, data=data, new_subscribed=new_subscribed)
 
 
-def contact_upsert_write(pending: PendingUpsert, *, dependent: Sequence[Model]) -> bool:
+def contact_upsert_write(
+    pending: PendingUpsert, *, dependent: Sequence[Model], also: Sequence[tuple[str, dict]] = ()
+) -> bool:
     """Write `pending` and insert the `dependent` rows (new instances of one model, which may refer to the contact)
     in one statement, only if the contact is still as read; False, with nothing written, when it changed, was
     deleted or was created meanwhile (the caller then takes `contact_upsert` in a transaction). A pending upsert
-    only comes from PostgreSQL's read."""
-    return _POSTGRESQL.write(pending, dependent=dependent)
+    only comes from PostgreSQL's read.
+
+    `also`: further data-modifying statements with their named parameters (the sender's usage count), run in the
+    same statement; each must apply only when the CTE `result` (the contact written) has a row."""
+    return _POSTGRESQL.write(pending, dependent=dependent, also=also)
 
 
 def event_track(

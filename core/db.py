@@ -117,25 +117,28 @@ def mark_saved(objs: Sequence[Model]) -> None:
         obj._state.db = alias
 
 
-def insert_prepared(objs: Sequence[Model], *, ignore_conflicts: bool = False) -> None:
+def insert_prepared(objs: Sequence[Model], *, ignore_conflicts: bool = False) -> int:
     """INSERT new instances of one model (primary keys set by the caller), as `bulk_create` would store them; with
-    `ignore_conflicts`, a row that would break a unique constraint is left out (`ON CONFLICT DO NOTHING`).
+    `ignore_conflicts`, a row that would break a unique constraint is left out (`ON CONFLICT DO NOTHING`). Returns
+    how many rows were inserted.
 
     On PostgreSQL the rows travel as one JSON array (`json_rows_insert`): one parameter and one prepared statement
     whatever the number of rows, where adapting a parameter per column of an email row cost more than the rest of
     its insert. Elsewhere, and for JSON fields with their own encoder, one plain multi-row INSERT per batch the
     database takes."""
     if not objs:
-        return
+        return 0
     connection = connections[DEFAULT_DB_ALIAS]
     model = type(objs[0])
     fields, columns, as_json = _insert_plan(model, connection.vendor)
     table = connection.ops.quote_name(model._meta.db_table)
     on_conflict = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
+    inserted = 0
     with connection.cursor() as cursor:
         if as_json:
             sql, rows = json_rows_insert(objs)
             execute_prepared(cursor, sql + on_conflict, [rows])
+            inserted = cursor.rowcount
         else:
             row = f"({_placeholders(len(fields))})"
             batch = connection.ops.bulk_batch_size(fields, objs)
@@ -147,4 +150,6 @@ def insert_prepared(objs: Sequence[Model], *, ignore_conflicts: bool = False) ->
                 values = ", ".join([row] * len(chunk))
                 sql = f"INSERT INTO {table} ({columns}) VALUES {values}{on_conflict}"  # noqa: S608 - model names
                 execute_prepared(cursor, sql, params)
+                inserted += cursor.rowcount
     mark_saved(objs)
+    return inserted

@@ -31,7 +31,9 @@ class ErrorCode(StrEnum):
     PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
     VALIDATION_ERROR = "VALIDATION_ERROR"
     RATE_LIMIT_EXCEEDED = "RATE_LIMIT_EXCEEDED"
+    BILLING_LIMIT_EXCEEDED = "BILLING_LIMIT_EXCEEDED"
     INTERNAL_SERVER_ERROR = "INTERNAL_SERVER_ERROR"
+    FEATURE_DISABLED = "FEATURE_DISABLED"
     SERVICE_UNAVAILABLE = "SERVICE_UNAVAILABLE"
 
 
@@ -111,3 +113,17 @@ class NotFound(ServiceError):
 
 class RateLimited(ServiceError):
     status, code = 429, ErrorCode.RATE_LIMIT_EXCEEDED
+
+
+class BillingLimitExceeded(ServiceError):
+    status, code = 429, ErrorCode.BILLING_LIMIT_EXCEEDED
+
+
+class PayloadTooLarge(ServiceError):
+    status, code = 413, ErrorCode.PAYLOAD_TOO_LARGE
+
+
+class FeatureDisabled(ServiceError):
+    """A feature this installation has not configured (its settings are empty)."""
+
+    status, code = 501, ErrorCode.FEATURE_DISABLED

@@ -8,7 +8,10 @@ class MessagingConfig(AppConfig):
     def ready(self):
         from contacts.signals import events_recorded
         from messaging.content import registrations  # noqa: F401 - usage finders for domains and contact fields
-        from messaging.insights import activity  # noqa: F401 - registers the events as an activity source
+        from messaging.insights import (
+            activity,  # noqa: F401 - registers the events as an activity source
+            billing,  # noqa: F401 - registers billing warnings as an activity source
+        )
         from messaging.insights.rollup import on_events_recorded
 
         events_recorded.connect(on_events_recorded, dispatch_uid="messaging.email_stats")

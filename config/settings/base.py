@@ -73,6 +73,8 @@ INSTALLED_APPS = [
     "segments",
     "workflows",
     "domains",
+    "billing",
+    "uploads",
     # Last: the service's own commands and tasks, which compose the apps above (purge, doctor, the retention run).
     "config",
 ]
@@ -195,6 +197,11 @@ IDEMPOTENCY_LEASE_SECONDS = env.int("IDEMPOTENCY_LEASE_SECONDS", default=60)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 6 * 1024 * 1024
 SIGNUPS_DISABLED = env.bool("SIGNUPS_DISABLED", default=False)
+# Sign-in with GitHub or Google: each provider is offered (GET /config, /auth/oauth-config) when its client id is set.
+GITHUB_CLIENT_ID = env.str("GITHUB_CLIENT_ID", default="")
+GITHUB_CLIENT_SECRET = env.str("GITHUB_CLIENT_SECRET", default="")
+GOOGLE_CLIENT_ID = env.str("GOOGLE_CLIENT_ID", default="")
+GOOGLE_CLIENT_SECRET = env.str("GOOGLE_CLIENT_SECRET", default="")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["config.api.authentication.SecretKeyAuthentication"],
@@ -316,8 +323,29 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = VAR_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)
+# Uploaded images (POST /uploads/image, docs/billing.md): files under MEDIA_ROOT served by the service itself at
+# PUBLIC_URL + MEDIA_URL, or an S3 bucket (django-storages) when AWS_STORAGE_BUCKET_NAME is set.
+MEDIA_ROOT = Path(env.str("MEDIA_ROOT", default=str(VAR_DIR / "media")))
+MEDIA_URL = "/media/"
+AWS_STORAGE_BUCKET_NAME = env.str("AWS_STORAGE_BUCKET_NAME", default="")
+AWS_S3_REGION_NAME = env.str("AWS_S3_REGION_NAME", default="") or None
+AWS_S3_ENDPOINT_URL = env.str("AWS_S3_ENDPOINT_URL", default="") or None
+AWS_S3_CUSTOM_DOMAIN = env.str("AWS_S3_CUSTOM_DOMAIN", default="") or None
+AWS_ACCESS_KEY_ID = env.str("AWS_ACCESS_KEY_ID", default="") or None
+AWS_SECRET_ACCESS_KEY = env.str("AWS_SECRET_ACCESS_KEY", default="") or None
+AWS_LOCATION = env.str("AWS_LOCATION", default="uploads")
+# Images are public by design (they are embedded in emails): plain URLs, never signed ones that expire.
+AWS_QUERYSTRING_AUTH = False
+AWS_S3_FILE_OVERWRITE = False
+AWS_DEFAULT_ACL = env.str("AWS_DEFAULT_ACL", default="") or None
+UPLOAD_IMAGE_MAX_BYTES = env.int("UPLOAD_IMAGE_MAX_BYTES", default=5 * 1024 * 1024)
+UPLOAD_IMAGE_MAX_SIDE = env.int("UPLOAD_IMAGE_MAX_SIDE", default=8000)
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "default": (
+        {"BACKEND": "storages.backends.s3.S3Storage"}
+        if AWS_STORAGE_BUCKET_NAME
+        else {"BACKEND": "django.core.files.storage.FileSystemStorage"}
+    ),
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 WHITENOISE_USE_FINDERS = True
@@ -405,6 +433,9 @@ DELIVERY_HANDOVER_SECONDS = env.float("DELIVERY_HANDOVER_SECONDS", default=0.01)
 SEND_RATE_PER_PROJECT_PER_SECOND = env.float("SEND_RATE_PER_PROJECT_PER_SECOND", default=0)
 # A mailbox for `List-Unsubscribe: <mailto:...>` besides the https link; empty = https only.
 UNSUBSCRIBE_MAILBOX = env.str("UNSUBSCRIBE_MAILBOX", default="")
+# Whether projects may change their open and click tracking mode (GET /config `trackingToggleEnabled`); an operator
+# who must keep tracking as set for every project turns it off.
+TRACKING_TOGGLE_ENABLED = env.bool("TRACKING_TOGGLE_ENABLED", default=True)
 # Opens and clicks wait in Redis this long after the first of a burst, then a worker writes them in one batch.
 TRACKING_HITS_DRAIN_SECONDS = env.float("TRACKING_HITS_DRAIN_SECONDS", default=1.0)
 # Requests per minute one client address may make to the open/click URLs, and apart to the hosted pages (0 = no
@@ -455,3 +486,18 @@ REPUTATION_AUTO_DISABLE = env.bool("REPUTATION_AUTO_DISABLE", default=True)
 WEBHOOK_ALLOWED_NETWORKS = env.list("WEBHOOK_ALLOWED_NETWORKS", default=[])
 # Seconds one call has, redirects and reading the answer included; running out is a timeout, tried again.
 WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)
+
+# Billing (docs/billing.md) ----------------------------------------------------------------------------------------
+# The payment provider: checkout, billing portal and invoices are on when both the secret key and the price of the
+# subscription are set; its webhook (/webhooks/incoming/stripe) needs the signing secret.
+STRIPE_SECRET_KEY = env.str("STRIPE_SECRET_KEY", default="")
+STRIPE_PRICE_ID = env.str("STRIPE_PRICE_ID", default="")
+STRIPE_WEBHOOK_SECRET = env.str("STRIPE_WEBHOOK_SECRET", default="")
+STRIPE_WEBHOOK_TOLERANCE = env.int("STRIPE_WEBHOOK_TOLERANCE", default=300)
+STRIPE_API_BASE = env.str("STRIPE_API_BASE", default="https://api.stripe.com").rstrip("/")
+STRIPE_MAX_NETWORK_RETRIES = env.int("STRIPE_MAX_NETWORK_RETRIES", default=2)
+# Where checkout and the portal send the user back (default PUBLIC_URL).
+BILLING_RETURN_URL = env.str("BILLING_RETURN_URL", default="")
+# The free tier: emails per category per calendar month for a project without an active subscription (on top of
+# its own caps; the lower one applies). Empty: no free-tier cap.
+FREE_TIER_MONTHLY_EMAILS = env.int("FREE_TIER_MONTHLY_EMAILS", default=None)

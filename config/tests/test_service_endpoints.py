@@ -41,6 +41,48 @@ def test_config_reflects_the_running_configuration(anon_client, settings):
     assert body["features"]["signup"] == {"signupsDisabled": False}
 
 
+FEATURE_SETTINGS = [
+    # (settings that turn the feature on, the flag's path, its value then)
+    ({"STRIPE_SECRET_KEY": "sk_test_1", "STRIPE_PRICE_ID": "price_1"}, ("billing", "enabled"), True),
+    ({"AWS_STORAGE_BUCKET_NAME": "herald-images"}, ("storage", "s3Enabled"), True),
+    ({"GITHUB_CLIENT_ID": "gh-client"}, ("authProviders", "github"), True),
+    ({"GOOGLE_CLIENT_ID": "google-client"}, ("authProviders", "google"), True),
+    ({"SIGNUPS_DISABLED": True}, ("signup", "signupsDisabled"), True),
+    ({"EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend"}, ("smtp", "enabled"), True),
+    ({"TRACKING_TOGGLE_ENABLED": False}, ("email", "trackingToggleEnabled"), False),
+]
+FEATURES_OFF = {
+    "STRIPE_SECRET_KEY": "",
+    "STRIPE_PRICE_ID": "",
+    "AWS_STORAGE_BUCKET_NAME": "",
+    "GITHUB_CLIENT_ID": "",
+    "GOOGLE_CLIENT_ID": "",
+    "SIGNUPS_DISABLED": False,
+    "EMAIL_BACKEND": "django.core.mail.backends.locmem.EmailBackend",
+    "TRACKING_TOGGLE_ENABLED": True,
+}
+
+
+@pytest.mark.parametrize(("turned_on", "path", "value"), FEATURE_SETTINGS)
+def test_each_flag_follows_the_setting_that_turns_its_feature_on(anon_client, settings, turned_on, path, value):
+    for name, off in FEATURES_OFF.items():
+        setattr(settings, name, off)
+    before = anon_client.get("/config").json()["features"]
+    assert before[path[0]][path[1]] is (not value)
+    for name, on in turned_on.items():
+        setattr(settings, name, on)
+    after = anon_client.get("/config").json()["features"]
+    assert after[path[0]][path[1]] is value
+    # Only that flag moved.
+    after[path[0]][path[1]] = before[path[0]][path[1]]
+    assert after == before or path == ("smtp", "enabled")
+
+
+def test_billing_needs_both_the_key_and_the_price(anon_client, settings):
+    settings.STRIPE_SECRET_KEY, settings.STRIPE_PRICE_ID = "sk_test_1", ""
+    assert anon_client.get("/config").json()["features"]["billing"] == {"enabled": False}
+
+
 @pytest.mark.urls("config.tests.probe_urls")
 def test_openapi_schema_and_docs_are_served(anon_client):
     schema = anon_client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")

@@ -20,6 +20,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import Project
+from billing import usage
+from billing.models import Category
 from contacts.data_rules import validate_data
 from contacts.models import Contact
 from contacts.services import normalize_email
@@ -40,6 +42,12 @@ from messaging.sending.parse import Address
 
 logger = logging.getLogger(__name__)
 OPT_OUT_TYPES = (EmailType.MARKETING, EmailType.HEADLESS)
+# The billing category each source counts in; test sends count in none (docs/billing.md).
+CATEGORY_OF_SOURCE = {
+    Email.Source.API: Category.TRANSACTIONAL,
+    Email.Source.CAMPAIGN: Category.CAMPAIGNS,
+    Email.Source.WORKFLOW: Category.WORKFLOWS,
+}
 
 
 @dataclass
@@ -201,11 +209,17 @@ def _recipient_data(data: dict | None, recipient: Address) -> dict:
 
 
 def _queue_single(
-    *, project: Project, recipient: Address, content: SendContent, data: dict | None, domain_name: str
+    *,
+    project: Project,
+    recipient: Address,
+    content: SendContent,
+    data: dict | None,
+    domain_name: str,
+    allowance: usage.Allowance | None,
 ) -> Queued | None:
     """One recipient without attachments or a subscription change, in two statements and no transaction: read the
-    contact, render, then write contact and email together if the contact is still as read. None, with nothing
-    written, when it is not, or where the database has no such guarded write (`contacts.upsert`)."""
+    contact, render, then write contact, email and the usage count together if the contact is still as read. None,
+    with nothing written, when it is not, or where the database has no such guarded write (`contacts.upsert`)."""
     pending = contact_upsert_read(
         project=project, email=recipient.email, data=_recipient_data(data, recipient), new_subscribed=False
     )
@@ -222,8 +236,11 @@ def _queue_single(
         bundle=None,
         now=timezone.now(),
     )
-    if not contact_upsert_write(pending, dependent=[email]):
+    counted = [usage.counter_statement(allowance, 1, after="result")] if allowance else []
+    if not contact_upsert_write(pending, dependent=[email], also=counted):
         return None
+    if allowance:
+        usage.usage_warn(allowance, 1, now=email.created_at)
     return Queued(contact=contact, email=email)
 
 
@@ -236,13 +253,26 @@ def emails_queue(
     data: dict | None = None,
 ) -> list[Queued]:
     """Queue one email per recipient, in order; returns each recipient's contact and email row. Atomic: a request
-    that fails writes nothing."""
+    that fails writes nothing.
+
+    Over the monthly cap of the source's billing category, nothing is written and 429 `BILLING_LIMIT_EXCEEDED` is
+    raised; except for a workflow's email, which is stored FAILED `Billing limit exceeded` (not queued, not
+    counted) so that the execution can go on and show why."""
     domain = sender_domain_for(project=project, address=content.sender.email)
     _check_opt_outs(project, recipients, content, subscribed)
     recipients_check_suppressed(project=project, recipients=recipients, email_type=content.type)
-    if len(recipients) == 1 and not content.attachments and subscribed is None:
+    allowance = _allowance(project, content.source)
+    blocked = allowance is not None and allowance.exceeded_by(len(recipients))
+    if blocked and content.source != Email.Source.WORKFLOW:
+        allowance.check(len(recipients))
+    if len(recipients) == 1 and not content.attachments and subscribed is None and not blocked:
         single = _queue_single(
-            project=project, recipient=recipients[0], content=content, data=data, domain_name=domain.name
+            project=project,
+            recipient=recipients[0],
+            content=content,
+            data=data,
+            domain_name=domain.name,
+            allowance=allowance,
         )
         if single is not None:
             enqueue_delivery([single.email.id])
@@ -273,17 +303,40 @@ def emails_queue(
                 bundle=bundle,
                 now=now,
             )
+            if blocked:
+                email.status, email.last_error = Email.Status.FAILED, usage.BLOCKED_REASON
             queued.append(Queued(contact=contact, email=email))
         emails = [item.email for item in queued]
         insert_prepared(emails)
+        if blocked:
+            return queued
+        if allowance is not None:
+            usage.usage_add(allowance, len(emails))
+            usage.usage_warn(allowance, len(emails), now=now)
         enqueue_delivery([email.id for email in emails])
     return queued
+
+
+def _allowance(project: Project, source: str, now=None) -> usage.Allowance | None:
+    """The cap and this month's usage of the source's category; None for a source that counts in none."""
+    category = CATEGORY_OF_SOURCE.get(source)
+    return usage.allowance_read(project=project, category=category, now=now or timezone.now()) if category else None
+
+
+def emails_allowance_check(*, project: Project, source: str, count: int) -> None:
+    """Refuse (429 `BILLING_LIMIT_EXCEEDED`) `count` more emails of `source` this month when they would pass the
+    project's cap of its category: a campaign asks before it starts, with its audience."""
+    allowance = _allowance(project, source)
+    if allowance is not None:
+        allowance.check(count)
 
 
 def emails_queue_bulk(*, project: Project, contacts: list[Contact], content: SendContent) -> None:
     """Queue one email per contact of a batch whose audience was chosen by the caller (a campaign's fan-out): each
     rendered with the contact's data, all inserted in one statement, and handed to delivery at `BULK_PRIORITY`
-    after the commit. The contacts are not upserted (they exist) and nothing is checked per recipient.
+    after the commit. The contacts are not upserted (they exist) and nothing is checked per recipient. The emails
+    inserted are counted in the campaigns category; its cap was checked when the campaign was sent
+    (`emails_allowance_check`), so a started campaign is never cut short.
 
     A contact that already has an email of `content.campaign_id` is left out by the unique constraint on
     (campaign, contact): a batch run twice queues nothing twice. (Its id is still published; delivery's claim
@@ -292,6 +345,7 @@ def emails_queue_bulk(*, project: Project, contacts: list[Contact], content: Sen
         return
     domain = sender_domain_for(project=project, address=content.sender.email)
     now = timezone.now()
+    allowance = _allowance(project, content.source, now)
     emails = [
         _email_row(
             project=project,
@@ -306,7 +360,11 @@ def emails_queue_bulk(*, project: Project, contacts: list[Contact], content: Sen
         )
         for contact in contacts
     ]
-    insert_prepared(emails, ignore_conflicts=True)
+    with transaction.atomic():
+        inserted = insert_prepared(emails, ignore_conflicts=True)
+        if allowance is not None:
+            usage.usage_add(allowance, inserted)
+            usage.usage_warn(allowance, inserted, now=now)
     enqueue_bulk_delivery([email.id for email in emails])
 
 

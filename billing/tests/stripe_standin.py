@@ -1,0 +1,63 @@
+"""A stand-in for the payment provider's API on loopback: the official library is pointed at it
+(`STRIPE_API_BASE`), so everything up to the HTTP boundary is the real code."""
+
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qsl, urlsplit
+
+
+@dataclass
+class StandIn:
+    base: str
+    calls: list[tuple[str, str, dict]] = field(default_factory=list)
+    invoices: list[dict] = field(default_factory=list)
+    failing: bool = False
+
+    def paths(self) -> list[str]:
+        return [f"{method} {path}" for method, path, _ in self.calls]
+
+
+def _answers(stand_in: StandIn, method: str, path: str, params: dict) -> tuple[int, dict]:
+    if stand_in.failing:
+        return 400, {"error": {"type": "invalid_request_error", "message": "No such price: 'price_gone'"}}
+    customers = sum(1 for m, p, _ in stand_in.calls if (m, p) == ("POST", "/v1/customers"))
+    if (method, path) == ("POST", "/v1/customers"):
+        return 200, {"id": f"cus_{customers}", "object": "customer", "metadata": {}}
+    if (method, path) == ("POST", "/v1/checkout/sessions"):
+        return 200, {"id": "cs_test_1", "object": "checkout.session", "url": "https://checkout.test/cs_test_1"}
+    if (method, path) == ("POST", "/v1/billing_portal/sessions"):
+        return 200, {"id": "bps_1", "object": "billing_portal.session", "url": "https://portal.test/bps_1"}
+    if (method, path) == ("GET", "/v1/invoices"):
+        mine = [invoice for invoice in stand_in.invoices if invoice["customer"] == params.get("customer")]
+        return 200, {"object": "list", "url": "/v1/invoices", "has_more": False, "data": mine}
+    return 404, {"error": {"type": "invalid_request_error", "message": f"Unrecognized request URL ({path})"}}
+
+
+def start() -> tuple[StandIn, ThreadingHTTPServer]:
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self):
+            url = urlsplit(self.path)
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length).decode() if length else url.query
+            params = dict(parse_qsl(body, keep_blank_values=True))
+            stand_in.calls.append((self.command, url.path, params))
+            status, payload = _answers(stand_in, self.command, url.path, params)
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Request-Id", "req_standin")
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = _answer
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    stand_in = StandIn(base=f"http://127.0.0.1:{server.server_address[1]}")
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return stand_in, server

@@ -1,0 +1,238 @@
+"""Monthly caps end to end: /v1/send (both through Django and in front of it), a campaign's send, a workflow's
+email; the counters against a recount of the email rows; the services' shapes and validation; isolation."""
+
+import pytest
+from django.utils import timezone
+
+from billing.models import ProjectBilling, UsageCounter, UsageWarning
+from billing.services import billing_consumption, billing_limits, billing_limits_update, usage_by_category
+from campaigns.tests.conftest import campaign_body
+from conftest import concurrently
+from core.errors import BillingLimitExceeded, ValidationFailed
+from messaging.models import Email
+from messaging.sending.parse import Address
+from messaging.sending.services import SendContent, emails_allowance_check, emails_queue
+
+pytestmark = pytest.mark.django_db
+
+
+def message(to="ann@example.test", **fields) -> dict:
+    return {"to": to, "from": "hello@alice.test", "subject": "Hi", "body": "<p>Hello</p>", **fields}
+
+
+def recount(project, source: str) -> int:
+    """The month's emails of a source, counted from the rows (what the counters must equal)."""
+    start = timezone.now().replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    rows = Email.objects.filter(project=project, source=source, created_at__gte=start)
+    return rows.exclude(last_error="Billing limit exceeded").count()
+
+
+def workflow_content(**fields) -> SendContent:
+    return SendContent(
+        subject="Step",
+        body="<p>Step</p>",
+        sender=Address(email="flow@alice.test"),
+        source=Email.Source.WORKFLOW,
+        **fields,
+    )
+
+
+def test_send_until_the_cap_then_429_until_it_is_raised(send, project, other_project):
+    billing_limits_update(project=project.project, changes={"transactional": 2})
+    assert send(message("a@example.test")).status_code == 200
+    assert send(message("b@example.test")).status_code == 200
+
+    refused = send(message("c@example.test"), HTTP_IDEMPOTENCY_KEY="retry-me")
+    assert refused.status_code == 429
+    error = refused.json()["error"]
+    assert error["code"] == "BILLING_LIMIT_EXCEEDED"
+    assert error["details"] == {"category": "transactional", "limit": 2, "usage": 2}
+    assert not Email.objects.filter(to_email="c@example.test").exists()
+    assert billing_limits(project=project.project)["transactional"].is_blocked
+
+    billing_limits_update(project=project.project, changes={"transactional": 3})
+    # The refused request left its Idempotency-Key free.
+    accepted = send(message("c@example.test"), HTTP_IDEMPOTENCY_KEY="retry-me")
+    assert accepted.status_code == 200, accepted.json()
+    assert usage_by_category(project=project.project)["transactional"] == 3 == recount(project.project, "api")
+    # Another project's usage and caps are its own.
+    assert usage_by_category(project=other_project.project)["transactional"] == 0
+    assert billing_limits(project=other_project.project)["transactional"].limit is None
+
+
+def test_a_request_for_more_recipients_than_are_left_queues_none(send, project):
+    billing_limits_update(project=project.project, changes={"transactional": 3})
+    assert send(message("a@example.test")).status_code == 200
+    response = send(message(["b@example.test", "c@example.test", "d@example.test"]))
+    assert response.status_code == 429
+    assert response.json()["error"]["details"] == {"category": "transactional", "limit": 3, "usage": 1}
+    assert Email.objects.filter(project=project.project).count() == 1
+    assert send(message(["b@example.test", "c@example.test"])).status_code == 200
+    assert usage_by_category(project=project.project)["transactional"] == 3
+
+
+def test_eighty_percent_leaves_one_warning_in_the_feed(send, project, secret_client):
+    billing_limits_update(project=project.project, changes={"transactional": 5})
+    for index in range(5):
+        assert send(message(f"r{index}@example.test")).status_code == 200
+    [warning] = UsageWarning.objects.filter(project=project.project)
+    assert (warning.category, warning.limit, warning.usage) == ("transactional", 5, 4)
+    limits = billing_limits(project=project.project)["transactional"]
+    assert (limits.usage, limits.percentage, limits.is_warning, limits.is_blocked) == (5, 100.0, True, True)
+    feed = secret_client.get("/activity", {"types": "billing.warning"}).json()
+    [item] = feed["data"]
+    assert item["type"] == "billing.warning"
+    assert item["metadata"]["category"] == "transactional" and item["metadata"]["percentage"] == 80.0
+
+
+def test_a_campaign_larger_than_what_is_left_is_refused_before_anything_is_queued(
+    project,
+    secret_client,
+    committed,
+    audience,
+):
+    billing_limits_update(project=project.project, changes={"campaigns": 2})  # the audience is three
+    campaign = secret_client.post("/campaigns", campaign_body(), format="json").json()["data"]
+    response = committed(lambda: secret_client.post(f"/campaigns/{campaign['id']}/send", {}, format="json"))
+    assert response.status_code == 429
+    assert response.json()["error"]["details"] == {"category": "campaigns", "limit": 2, "usage": 0}
+    assert secret_client.get(f"/campaigns/{campaign['id']}").json()["data"]["status"] == "DRAFT"
+    assert not Email.objects.filter(campaign_id=campaign["id"]).exists()
+
+    billing_limits_update(project=project.project, changes={"campaigns": 3})
+    response = committed(lambda: secret_client.post(f"/campaigns/{campaign['id']}/send", {}, format="json"))
+    assert response.status_code == 200, response.json()
+    assert usage_by_category(project=project.project)["campaigns"] == 3 == recount(project.project, "campaign")
+
+
+def test_a_workflow_email_over_the_cap_is_stored_failed_and_not_counted(project, django_capture_on_commit_callbacks):
+    billing_limits_update(project=project.project, changes={"workflows": 1})
+    to = [Address(email="ann@example.test")]
+    with django_capture_on_commit_callbacks(execute=True):
+        [first] = emails_queue(project=project.project, recipients=to, content=workflow_content())
+        [second] = emails_queue(project=project.project, recipients=to, content=workflow_content())
+    first.email.refresh_from_db()
+    second.email.refresh_from_db()
+    assert first.email.status != Email.Status.FAILED
+    assert (second.email.status, second.email.last_error) == (Email.Status.FAILED, "Billing limit exceeded")
+    assert second.email.source == Email.Source.WORKFLOW and second.email.contact_id == first.email.contact_id
+    assert usage_by_category(project=project.project)["workflows"] == 1 == recount(project.project, "workflow")
+
+
+def test_counters_equal_a_recount_after_a_mix_of_sends(
+    send,
+    project,
+    other_project,
+    secret_client,
+    committed,
+    audience,
+    django_capture_on_commit_callbacks,
+):
+    billing_limits_update(project=project.project, changes={"transactional": 100, "workflows": 2})
+    send(message("one@example.test"))
+    send(message(["two@example.test", "three@example.test"]))
+    send(message("one@example.test", data={"plan": "pro"}))
+    send(message("four@example.test", subscribed=True))
+    campaign = secret_client.post("/campaigns", campaign_body(), format="json").json()["data"]
+    committed(lambda: secret_client.post(f"/campaigns/{campaign['id']}/send", {}, format="json"))
+    with django_capture_on_commit_callbacks(execute=True):
+        for index in range(3):  # the third is over the cap
+            emails_queue(
+                project=project.project,
+                recipients=[Address(email=f"w{index}@example.test")],
+                content=workflow_content(),
+            )
+    counted = usage_by_category(project=project.project)
+    assert counted == {
+        "transactional": recount(project.project, "api"),
+        "campaigns": recount(project.project, "campaign"),
+        "workflows": recount(project.project, "workflow"),
+        "inbound": 0,
+    }
+    # The campaign goes to the three subscribers of the audience and to four@, subscribed by its send.
+    assert counted == {"transactional": 5, "campaigns": 4, "workflows": 2, "inbound": 0}
+    consumption = billing_consumption(project=project.project)
+    assert consumption.emails == {**counted, "total": 11}
+    assert consumption.period_start.day == 1 and consumption.period_start < timezone.now() < consumption.period_end
+    assert billing_consumption(project=other_project.project).emails["total"] == 0
+
+
+def test_test_sends_count_in_no_category(project):
+    emails_allowance_check(project=project.project, source=Email.Source.TEST, count=10**9)
+    with pytest.raises(BillingLimitExceeded):
+        billing_limits_update(project=project.project, changes={"campaigns": 5})
+        emails_allowance_check(project=project.project, source=Email.Source.CAMPAIGN, count=6)
+
+
+@pytest.mark.parametrize(
+    ("value", "code"),
+    [
+        (0, "too_small"),
+        (-1, "too_small"),
+        (1.5, "invalid_type"),
+        ("10", "invalid_type"),
+        (True, "invalid_type"),
+        ([], "invalid_type"),
+        ({}, "invalid_type"),
+        (2**31, "too_big"),
+    ],
+)
+def test_a_cap_must_be_a_positive_integer_or_null(project, value, code):
+    billing_limits_update(project=project.project, changes={"inbound": 7})
+    with pytest.raises(ValidationFailed) as refused:
+        billing_limits_update(project=project.project, changes={"campaigns": 10, "transactional": value})
+    assert refused.value.status == 422
+    assert [(e["field"], e["code"]) for e in refused.value.errors] == [("transactional", code)]
+    # Nothing was written: the valid value beside the bad one neither.
+    assert billing_limits(project=project.project)["campaigns"].limit is None
+    assert billing_limits(project=project.project)["inbound"].limit == 7
+
+
+def test_update_sets_named_categories_keeps_the_others_and_ignores_unknown_keys(project, other_project):
+    limits = billing_limits_update(project=project.project, changes={"campaigns": 10, "workflows": 2.0, "x": 1})
+    assert (limits["campaigns"].limit, limits["workflows"].limit, limits["transactional"].limit) == (10, 2, None)
+    limits = billing_limits_update(project=project.project, changes={"campaigns": None})
+    assert (limits["campaigns"].limit, limits["workflows"].limit) == (None, 2)
+    assert not ProjectBilling.objects.filter(project=other_project.project).exists()
+
+
+def test_limits_and_consumption_write_the_documented_shapes(project):
+    from billing.serializers import BillingConsumptionSerializer, BillingLimitsSerializer
+
+    billing_limits_update(project=project.project, changes={"transactional": 4})
+    limits = BillingLimitsSerializer(billing_limits(project=project.project)).data
+    assert set(limits) == {"transactional", "campaigns", "workflows", "inbound"}
+    assert limits["transactional"] == {
+        "limit": 4,
+        "usage": 0,
+        "percentage": 0.0,
+        "isWarning": False,
+        "isBlocked": False,
+    }
+    assert limits["inbound"]["limit"] is None
+    consumption = BillingConsumptionSerializer(billing_consumption(project=project.project)).data
+    assert set(consumption) == {"periodStart", "periodEnd", "emails"}
+    assert consumption["periodStart"].endswith("T00:00:00.000Z")
+    assert consumption["emails"] == {"transactional": 0, "campaigns": 0, "workflows": 0, "inbound": 0, "total": 0}
+
+
+def test_the_free_tier_caps_unsubscribed_projects_only(send, project, settings):
+    settings.FREE_TIER_MONTHLY_EMAILS = 1
+    billing_limits_update(project=project.project, changes={"transactional": 10})
+    assert billing_limits(project=project.project)["transactional"].limit == 1
+    assert send(message("a@example.test")).status_code == 200
+    assert send(message("b@example.test")).status_code == 429
+    ProjectBilling.objects.filter(project=project.project).update(subscription_status="active")
+    assert billing_limits(project=project.project)["transactional"].limit == 10
+    assert send(message("b@example.test")).status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_sends_lose_no_count(project):
+    def one(index):
+        content = SendContent(subject="Hi", body="<p>x</p>", sender=Address(email="hello@alice.test"))
+        emails_queue(project=project.project, recipients=[Address(email=f"c{index % 5}@example.test")], content=content)
+
+    concurrently(one, range(40))
+    assert usage_by_category(project=project.project)["transactional"] == 40 == recount(project.project, "api")
+    assert UsageCounter.objects.filter(project=project.project).count() <= 8

@@ -1,0 +1,7 @@
+from django.urls import path
+
+from billing.api import StripeWebhookView
+
+urlpatterns = [
+    path("webhooks/incoming/stripe", StripeWebhookView.as_view(), name="webhook-stripe"),
+]

@@ -1,0 +1,9 @@
+from django.conf import settings
+from django.urls import path
+
+from uploads.api import ImageUploadView, media_serve
+
+urlpatterns = [
+    path("uploads/image", ImageUploadView.as_view(), name="upload-image"),
+    path(f"{settings.MEDIA_URL.strip('/')}/<path:name>", media_serve, name="media"),
+]
