@@ -9,6 +9,7 @@ from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from accounts.users import oauth_providers
 from config.api.views import PublicApiView
 from config.celery import app as celery_app
 
@@ -39,10 +40,7 @@ class ConfigView(PublicApiView):
                 "features": {
                     "billing": {"enabled": bool(getattr(settings, "BILLING_PROVIDER", ""))},
                     "storage": {"s3Enabled": bool(getattr(settings, "S3_BUCKET", ""))},
-                    "authProviders": {
-                        "github": bool(getattr(settings, "GITHUB_OAUTH_CLIENT_ID", "")),
-                        "google": bool(getattr(settings, "GOOGLE_OAUTH_CLIENT_ID", "")),
-                    },
+                    "authProviders": oauth_providers(),
                     "signup": {"signupsDisabled": settings.SIGNUPS_DISABLED},
                     "email": {"provider": provider, "trackingToggleEnabled": True},
                     "smtp": {"enabled": provider == "smtp"},

@@ -281,3 +281,14 @@ def contact_field_delete(*, project: Project, key: str) -> int:
         contact.updated_at = now
     Contact.objects.bulk_update(changed, ["data", "updated_at"], batch_size=500)
     return len(changed)
+
+
+def project_contacts_delete(project: Project) -> int:
+    """A project reset's step (accounts.registry): every contact of the project, and with them their events."""
+    Event.objects.filter(project=project).delete()
+    deleted, _ = Contact.objects.filter(project=project).delete()
+    return deleted
+
+
+def project_contact_count(project: Project) -> int:
+    return Contact.objects.filter(project=project).count()
