@@ -1,11 +1,12 @@
 import hmac
 from dataclasses import dataclass
 
+from django.db import connection
 from django.db.models import QuerySet
 
 from accounts import keycache, registry
 from accounts.keys import KeyKind, hash_key, kind_of
-from accounts.models import IdempotencyRecord, Membership, Project
+from accounts.models import IdempotencyRecord, Membership, Project, User
 from core.ids import uuid_or_none
 from core.ratelimit import Window
 
@@ -69,6 +70,36 @@ def project_has_member_email(*, project: Project, email: str) -> bool:
 def memberships_of(*, user) -> QuerySet[Membership]:
     """The user's projects, as memberships, newest project first."""
     return Membership.objects.filter(user=user).select_related("project").order_by("-project__created_at")
+
+
+_SESSION_SQL = (
+    "SELECT {fields}, m.role AS member_role, u.password AS member_password, u.is_active AS member_active "
+    "FROM {membership} m JOIN {project} p ON p.id = m.project_id JOIN {user} u ON u.id = m.user_id "
+    "WHERE m.user_id = %s AND m.project_id = %s"
+)
+
+
+def session_membership(*, user_id, project_id) -> Membership | None:
+    """The membership of a session's user in a project, with the project (its authentication fields) and the user
+    (the fields that verify the session: password hash and is_active), in one indexed query. A dashboard request
+    runs this where a key-authenticated one finds its project in the key cache: plain SQL skips the ORM's
+    compilation of the three-table join, which cost more than the query (bench/session_auth.py)."""
+    user_id, project_id = uuid_or_none(user_id), uuid_or_none(project_id)
+    if user_id is None or project_id is None:
+        return None
+    sql = _SESSION_SQL.format(
+        fields=", ".join(f"p.{field}" for field in _PROJECT_AUTH_FIELDS),
+        membership=Membership._meta.db_table,
+        project=Project._meta.db_table,
+        user=User._meta.db_table,
+    )
+    uuid_field = Project._meta.pk
+    params = [uuid_field.get_db_prep_value(value, connection) for value in (user_id, project_id)]
+    project = next(iter(Project.objects.raw(sql, params)), None)
+    if project is None:
+        return None
+    user = User(id=user_id, password=project.member_password, is_active=project.member_active)
+    return Membership(user=user, project=project, role=project.member_role)
 
 
 def membership_get(*, user, project_id) -> Membership | None:

@@ -8,11 +8,13 @@ same `ProjectAccess` (docs/accounts.md, "Sessions").
 
 from dataclasses import dataclass
 
+from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY
+from django.utils.crypto import constant_time_compare
 from rest_framework.authentication import BaseAuthentication, CSRFCheck
 
 from accounts.keys import KeyKind
 from accounts.models import Membership, Project, User
-from accounts.selectors import api_key_lookup, membership_get
+from accounts.selectors import api_key_lookup, session_membership
 from core.errors import AuthError, BadRequest, ErrorCode, ServiceError
 
 _KEY_NAMES = {KeyKind.PUBLIC: "a public key (pk_)", KeyKind.SECRET: "a secret key (sk_)"}
@@ -69,12 +71,8 @@ def project_access_denied(project_id) -> ServiceError:
     )
 
 
-def session_user(request) -> User | None:
-    """The logged-in user of the request's session cookie (Django's session and authentication middleware), or
-    None; an authenticated unsafe request must carry the CSRF token (403 CSRF_FAILED)."""
-    user = getattr(request._request, "user", None)
-    if user is None or not user.is_authenticated or not user.is_active:
-        return None
+def _enforce_csrf(request) -> None:
+    """A cookie-authenticated unsafe request must echo the csrftoken cookie in X-CSRFToken (403 CSRF_FAILED)."""
     check = CSRFCheck(lambda _request: None)
     check.process_request(request._request)
     reason = check.process_view(request._request, None, (), {})
@@ -84,26 +82,59 @@ def session_user(request) -> User | None:
             code=ErrorCode.CSRF_FAILED,
             status=403,
         )
+
+
+def session_user(request) -> User | None:
+    """The logged-in user of the request's session cookie (Django's session and authentication middleware), or
+    None; an authenticated unsafe request must carry the CSRF token."""
+    user = getattr(request._request, "user", None)
+    if user is None or not user.is_authenticated or not user.is_active:
+        return None
+    _enforce_csrf(request)
     return user
+
+
+def _session_verified(request, user: User) -> bool:
+    """Whether the session was opened with the user's current password (a reset or change ends every session),
+    as Django's own `get_user` decides, which this path replaces to save its query."""
+    session_hash = request._request.session.get(HASH_SESSION_KEY)
+    if user.is_active and session_hash:
+        hashes = (user.get_session_auth_hash(), *user.get_session_auth_fallback_hash())
+        if any(constant_time_compare(session_hash, known) for known in hashes):
+            return True
+    request._request.session.flush()
+    return False
 
 
 class SessionAuthentication(BaseAuthentication):
     """The dashboard's session cookie on a project endpoint, with the project in `X-Project-Id`: 400 without it,
-    403 PROJECT_ACCESS_DENIED when the user is not a member (or there is no such project)."""
+    403 PROJECT_ACCESS_DENIED when the user is not a member (or there is no such project).
+
+    The user and the membership come from one query (`session_membership`), not from Django's lazy
+    `request.user` and a second query: the session is read from the cache, so this is the request's only extra
+    round trip to the database. Django's path still answers the rare requests that name no project or one the user
+    is not a member of, to tell a dead session (401) from a refused project (400, 403)."""
 
     def authenticate(self, request):
-        user = session_user(request)
-        if user is None:
+        session = getattr(request._request, "session", None)
+        user_id = session.get(SESSION_KEY) if session is not None else None
+        if user_id is None:
             return None
+        _enforce_csrf(request)
         project_id = request.META.get("HTTP_X_PROJECT_ID", "").strip()
-        if not project_id:
-            raise BadRequest(
-                "X-Project-Id header is required with a session cookie", details={"header": "X-Project-Id"}
-            )
-        membership = membership_get(user=user, project_id=project_id)
+        membership = session_membership(user_id=user_id, project_id=project_id) if project_id else None
         if membership is None:
+            user = session_user(request)
+            if user is None:
+                return None
+            if not project_id:
+                raise BadRequest(
+                    "X-Project-Id header is required with a session cookie", details={"header": "X-Project-Id"}
+                )
             raise project_access_denied(project_id)
-        return user, project_admit(request, membership.project, KeyKind.SECRET, membership)
+        if not _session_verified(request, membership.user):
+            return None
+        return membership.user, project_admit(request, membership.project, KeyKind.SECRET, membership)
 
     def authenticate_header(self, request) -> str:
         return 'Bearer realm="api"'
