@@ -239,7 +239,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": (
         "Email delivery and audience service. Public API under /v1, dashboard endpoints without a prefix. "
         "Authenticate with `Authorization: Bearer <key>`: the public key (pk_) for POST /v1/track only, "
-        "the secret key (sk_) for everything else."
+        "the secret key (sk_) for everything else. A dashboard uses the session cookie of POST /auth/login instead "
+        "of the secret key (not on /v1/*), with the project in X-Project-Id and, on unsafe methods, the csrftoken "
+        "cookie's value in X-CSRFToken."
     ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
