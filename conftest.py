@@ -17,11 +17,14 @@ from accounts.keys import KeyPair
 from accounts.models import Project
 from accounts.services import project_create, user_get_or_create
 
+PASSWORD = "correct horse battery"
+
 
 @dataclass
 class ProjectPersona:
     project: Project
     keys: KeyPair
+    owner_email: str = ""
 
     @property
     def id(self):
@@ -31,11 +34,11 @@ class ProjectPersona:
 def make_persona(name: str, email: str, *, verified_domains: tuple[str, ...] = ()) -> ProjectPersona:
     from domains.services import domain_mark_verified_by_operator
 
-    owner, _ = user_get_or_create(email=email, password="correct horse battery")
+    owner, _ = user_get_or_create(email=email, password=PASSWORD)
     project, keys = project_create(name=name, owner=owner)
     for domain in verified_domains:
         domain_mark_verified_by_operator(project=project, name=domain)
-    return ProjectPersona(project=project, keys=keys)
+    return ProjectPersona(project=project, keys=keys, owner_email=email)
 
 
 def client_with(key: str | None) -> APIClient:
@@ -43,6 +46,33 @@ def client_with(key: str | None) -> APIClient:
     if key:
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
     return client
+
+
+def browser_client() -> APIClient:
+    """A client that is refused as a browser is without the CSRF token, sending JSON bodies."""
+    client = APIClient(enforce_csrf_checks=True)
+    client.default_format = "json"
+    return client
+
+
+def session_client(email: str, project_id=None, *, password: str = PASSWORD) -> APIClient:
+    """A browser's client: logged in through POST /auth/login, CSRF enforced as in a browser, sending the csrftoken
+    cookie's value in X-CSRFToken and, with a project, its id in X-Project-Id."""
+    client = browser_client()
+    response = client.post("/auth/login", {"email": email, "password": password}, format="json")
+    assert response.status_code == 200, response.content
+    headers = {"HTTP_X_CSRFTOKEN": client.cookies["csrftoken"].value}
+    if project_id is not None:
+        headers["HTTP_X_PROJECT_ID"] = str(project_id)
+    client.credentials(**headers)
+    return client
+
+
+def persona_client(persona: ProjectPersona, credential: str) -> APIClient:
+    """The persona's project client with its secret key (`key`) or its owner's browser session (`session`)."""
+    if credential == "key":
+        return client_with(persona.keys.secret_key)
+    return session_client(persona.owner_email, persona.id)
 
 
 def concurrently(call, items, *, threads: int = 8) -> list:
@@ -129,9 +159,12 @@ def public_client(project) -> APIClient:
     return client_with(project.keys.public_key)
 
 
-@pytest.fixture
-def other_client(other_project) -> APIClient:
-    return client_with(other_project.keys.secret_key)
+@pytest.fixture(params=["key", "session"])
+def other_client(request, other_project) -> APIClient:
+    """The other project's client, used by the isolation tests: each runs twice, with the other project's secret key
+    and with its owner's browser session (cookie, X-Project-Id and CSRF token), since both must see the same
+    project and nothing of ours."""
+    return persona_client(other_project, request.param)
 
 
 @pytest.fixture

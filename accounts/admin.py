@@ -1,28 +1,69 @@
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
+from django.db.models import Count
 
-from accounts.models import IdempotencyRecord, Job, Membership, Project, User
+from accounts.mail import AccountEmail, account_email_queue
+from accounts.models import IdempotencyRecord, Invitation, Job, Membership, Project, User
 from accounts.services import project_auth_changed, project_disable, project_enable, project_regenerate_keys
 
 
 @admin.register(User)
 class UserAdmin(BaseUserAdmin):
     ordering = ["email"]
-    list_display = ["email", "name", "is_staff", "is_active", "date_joined"]
-    list_filter = ["is_staff", "is_active"]
-    search_fields = ["email", "name"]
+    list_display = [
+        "email",
+        "name",
+        "email_verified",
+        "project_count",
+        "is_staff",
+        "is_active",
+        "last_login",
+        "date_joined",
+    ]
+    list_filter = ["is_staff", "is_active", ("email_verified_at", admin.EmptyFieldListFilter), "memberships__role"]
+    search_fields = ["email", "name", "memberships__project__name"]
     fieldsets = [
         (None, {"fields": ["email", "name", "password"]}),
         ("Permissions", {"fields": ["is_active", "is_staff", "is_superuser", "groups", "user_permissions"]}),
-        ("Dates", {"fields": ["last_login", "date_joined"]}),
+        ("Dates", {"fields": ["last_login", "date_joined", "email_verified_at"]}),
     ]
     add_fieldsets = [(None, {"classes": ["wide"], "fields": ["email", "password1", "password2"]})]
+    actions = ["send_password_reset", "send_verification"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(project_total=Count("memberships", distinct=True))
+
+    @admin.display(boolean=True, description="verified", ordering="email_verified_at")
+    def email_verified(self, user) -> bool:
+        return user.email_verified
+
+    @admin.display(description="projects", ordering="project_total")
+    def project_count(self, user) -> int:
+        return user.project_total
+
+    @admin.action(description="Email a password reset link")
+    def send_password_reset(self, request, queryset):
+        for user in queryset:
+            account_email_queue(kind=AccountEmail.RESET_PASSWORD, object_id=user.pk)
+        self.message_user(request, f"Reset links queued for {queryset.count()} user(s)")
+
+    @admin.action(description="Email a new verification link (unverified addresses only)")
+    def send_verification(self, request, queryset):
+        for user in queryset.filter(email_verified_at__isnull=True):
+            account_email_queue(kind=AccountEmail.VERIFY_EMAIL, object_id=user.pk)
+        self.message_user(request, "Verification links queued")
 
 
 class MembershipInline(admin.TabularInline):
     model = Membership
     extra = 0
     raw_id_fields = ["user"]
+
+
+class InvitationInline(admin.TabularInline):
+    model = Invitation
+    extra = 0
+    raw_id_fields = ["invited_by"]
 
 
 @admin.register(Project)
@@ -41,7 +82,7 @@ class ProjectAdmin(admin.ModelAdmin):
     search_fields = ["name", "id", "public_key"]
     readonly_fields = ["id", "public_key", "secret_key_hint", "keys_rotated_at", "disabled_at", "created_at"]
     exclude = ["secret_key_hash"]
-    inlines = [MembershipInline]
+    inlines = [MembershipInline, InvitationInline]
     actions = ["disable_projects", "enable_projects", "regenerate_keys"]
 
     def save_model(self, request, obj, form, change):
@@ -85,9 +126,29 @@ class ProjectAdmin(admin.ModelAdmin):
 class MembershipAdmin(admin.ModelAdmin):
     list_display = ["user", "project", "role", "created_at"]
     list_filter = ["role"]
-    search_fields = ["user__email", "project__name"]
+    search_fields = ["user__email", "project__name", "project__id"]
     list_select_related = ["user", "project"]
     raw_id_fields = ["user", "project"]
+    date_hierarchy = "created_at"
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    """Invitations of addresses without an account; deleting one withdraws it (its link stops working)."""
+
+    list_display = ["email", "project", "role", "invited_by", "created_at"]
+    list_filter = ["role"]
+    search_fields = ["email", "project__name", "project__id"]
+    list_select_related = ["project", "invited_by"]
+    raw_id_fields = ["project", "invited_by"]
+    date_hierarchy = "created_at"
+    actions = ["resend"]
+
+    @admin.action(description="Send the invitation email again")
+    def resend(self, request, queryset):
+        for invitation in queryset:
+            account_email_queue(kind=AccountEmail.INVITATION, object_id=invitation.pk)
+        self.message_user(request, f"Invitations queued for {queryset.count()} address(es)")
 
 
 @admin.register(IdempotencyRecord)

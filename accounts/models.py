@@ -29,6 +29,8 @@ class User(AbstractBaseUser, PermissionsMixin):
     is_staff = models.BooleanField(default=False)
     is_active = models.BooleanField(default=True)
     date_joined = models.DateTimeField(default=timezone.now)
+    # Set when the owner of the address followed the verification link (or an invitation sent to it).
+    email_verified_at = models.DateTimeField(null=True, blank=True)
 
     objects = UserManager()
 
@@ -37,6 +39,10 @@ class User(AbstractBaseUser, PermissionsMixin):
 
     def __str__(self) -> str:
         return self.email
+
+    @property
+    def email_verified(self) -> bool:
+        return self.email_verified_at is not None
 
 
 class Project(models.Model):
@@ -93,6 +99,31 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} in {self.project} ({self.role})"
+
+
+# What each role may do includes everything the roles below it may (docs/accounts.md, "Roles").
+ROLE_RANKS = {Membership.Role.MEMBER: 1, Membership.Role.ADMIN: 2, Membership.Role.OWNER: 3}
+
+
+class Invitation(models.Model):
+    """An address asked to join a project before it has an account: it joins when that address signs up with the
+    invitation's link, verifies the address, or accepts the link while logged in (docs/accounts.md)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField()
+    role = models.CharField(max_length=10, choices=Membership.Role.choices, default=Membership.Role.MEMBER)
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "email"], name="invitation_unique_project_email")]
+        indexes = [models.Index(fields=["email"], name="invitation_email")]
+
+    def __str__(self) -> str:
+        return f"{self.email} to {self.project} ({self.role})"
 
 
 class IdempotencyRecord(models.Model):

@@ -5,11 +5,13 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from accounts import keycache
+from accounts import keycache, registry
+from accounts.jobs import job_create, job_run
 from accounts.keys import KeyPair, generate_pair, hash_key
-from accounts.models import IdempotencyRecord, Membership, Project, User
+from accounts.models import IdempotencyRecord, Job, Membership, Project, User
 from core import crypto, standard_webhooks
 from core.batches import purge
+from core.commit import after_commit
 
 
 def user_get_or_create(*, email: str, password: str | None = None) -> tuple[User, bool]:
@@ -79,6 +81,51 @@ def project_regenerate_webhook_secret(*, project: Project) -> str:
     project.webhook_secret_encrypted = crypto.encrypt(_WEBHOOK_SECRET_PURPOSE, secret.encode())
     project.save(update_fields=["webhook_secret_encrypted", "updated_at"])
     return secret
+
+
+def project_update(*, project: Project, values: dict) -> Project:
+    """Rename a project or change its tracking mode (`name`, `tracking_mode` in `values`)."""
+    fields = [name for name in ("name", "tracking_mode") if name in values]
+    for name in fields:
+        setattr(project, name, values[name].strip() if name == "name" else values[name])
+    project.full_clean(exclude=["public_key", "secret_key_hash"])
+    project.save(update_fields=[*fields, "updated_at"])
+    project_auth_changed(project=project)
+    return project
+
+
+def project_delete(*, project: Project) -> None:
+    project_auth_changed(project=project)
+    project.delete()
+
+
+PROJECT_RESET_JOB = "project_reset"
+
+
+def project_reset_start(*, project: Project) -> Job:
+    """Queue the wipe of a project's data (docs/accounts.md, "Reset"): a job, since a large project's rows take
+    a while to delete; it reports its progress step by step."""
+    from accounts.tasks import project_reset_task
+
+    job = job_create(project=project, type=PROJECT_RESET_JOB)
+    after_commit(lambda: project_reset_task.delay(str(job.id)), what="queue a project reset (the sweeper re-queues it)")
+    return job
+
+
+def project_reset_run(*, job_id) -> Job | None:
+    """Run the registered reset steps in order, one transaction and one checkpoint each, so a reset whose worker
+    died resumes at the first step it had not finished."""
+
+    def run(job: Job, report) -> dict:
+        steps = registry.reset_steps()
+        deleted = dict(job.result.get("deleted", {}))
+        for index, step in enumerate(steps[job.checkpoint.get("next", 0) :], start=job.checkpoint.get("next", 0)):
+            with transaction.atomic():
+                deleted[step.name] = step.delete(job.project)
+                report(int(100 * (index + 1) / len(steps)), {"deleted": deleted}, checkpoint={"next": index + 1})
+        return {"deleted": deleted}
+
+    return job_run(job_id, run)
 
 
 def project_disable(*, project: Project, reason: str) -> None:

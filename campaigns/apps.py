@@ -12,6 +12,13 @@ class CampaignsConfig(AppConfig):
         from segments.services import register_segment_delete_blocker
 
         register_segment_delete_blocker(campaigns_using_segment)
+
+        from accounts.registry import register_project_reset, register_setup_fact
+        from campaigns.selectors import last_campaign_sent_at
+        from campaigns.services import project_campaigns_delete
+
+        register_setup_fact("lastCampaignSentAt", last_campaign_sent_at)
+        register_project_reset("campaigns", project_campaigns_delete, order=10)
         register_field_usage("campaigns", campaigns_using_field)
 
         from accounts.jobs import register_job_task

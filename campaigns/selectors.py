@@ -6,6 +6,7 @@ from django.utils import timezone
 from accounts.models import Project
 from campaigns.models import EDITABLE, USES_SEGMENT, AudienceType, Campaign
 from contacts.models import Contact
+from core.time import iso
 from messaging.models import EmailType, Suppression
 from segments.conditions import condition_q
 from segments.conditions.spec import condition_fields, field_covers
@@ -71,3 +72,14 @@ def campaigns_using_field(project: Project, field: str) -> list[dict]:
         for c in campaigns
         if any(field_covers(used, field) for used in condition_fields(c.audience_condition))
     ]
+
+
+def last_campaign_sent_at(project) -> str | None:
+    """The setup state's `lastCampaignSentAt` (accounts.registry)."""
+    sent_at = (
+        Campaign.objects.filter(project=project, sent_at__isnull=False)
+        .order_by("-sent_at")
+        .values_list("sent_at", flat=True)
+        .first()
+    )
+    return iso(sent_at) if sent_at else None

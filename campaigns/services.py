@@ -102,3 +102,9 @@ def campaign_duplicate(*, campaign: Campaign) -> Campaign:
     copy.name = f"{campaign.name} (Copy)"[:255]
     copy.save(force_insert=True)
     return copy
+
+
+def project_campaigns_delete(project: Project) -> int:
+    """A project reset's step (accounts.registry)."""
+    deleted, _ = Campaign.objects.filter(project=project).delete()
+    return deleted

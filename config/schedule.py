@@ -11,6 +11,12 @@ BEAT_SCHEDULE = {
         "schedule": timedelta(minutes=1),
         "options": {"expires": 50},
     },
+    # Browser sessions past their age are refused already; this keeps the session table small.
+    "purge-expired-sessions": {
+        "task": "accounts.tasks.purge_expired_sessions_task",
+        "schedule": timedelta(hours=6),
+        "options": {"expires": 60 * 60},
+    },
     # Domains: owners wait for pending domains to verify after publishing records (a check every 5 minutes),
     # and verified domains are re-checked now and then so a removed DKIM record is noticed. The run only queues
     # bounded per-domain checks; a run left in the queue past the next one is useless.

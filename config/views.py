@@ -7,6 +7,7 @@ from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from accounts.users import oauth_providers
 from billing.provider import provider_enabled
 from config import probes
 from config.api.views import PublicApiView
@@ -55,7 +56,7 @@ def service_features() -> dict:
     return {
         "billing": {"enabled": provider_enabled()},
         "storage": {"s3Enabled": bool(settings.AWS_STORAGE_BUCKET_NAME)},
-        "authProviders": {"github": bool(settings.GITHUB_CLIENT_ID), "google": bool(settings.GOOGLE_CLIENT_ID)},
+        "authProviders": oauth_providers(),
         "signup": {"signupsDisabled": settings.SIGNUPS_DISABLED},
         "email": {"provider": provider, "trackingToggleEnabled": settings.TRACKING_TOGGLE_ENABLED},
         "smtp": {"enabled": provider == "smtp"},

@@ -318,3 +318,14 @@ def import_uploads_purge_finished(
     if project_id is not None:
         finished = finished.filter(job__project_id=project_id)
     return purge(finished, order_by=("pk",), batch_size=batch_size, max_batches=max_batches, dry_run=dry_run)
+
+
+def project_contacts_delete(project: Project) -> int:
+    """A project reset's step (accounts.registry): every contact of the project, and with them their events."""
+    Event.objects.filter(project=project).delete()
+    deleted, _ = Contact.objects.filter(project=project).delete()
+    return deleted
+
+
+def project_contact_count(project: Project) -> int:
+    return Contact.objects.filter(project=project).count()

@@ -95,6 +95,23 @@ def rate_limit_hit_then_push(scope: str, *, limit: int, queue: str, values: list
     return window.state(limit), drain_due(length=length, pushed=len(values))
 
 
+def counter_increment(key: str, *, timeout: int) -> int:
+    """Add one to a counter in the shared cache that expires `timeout` seconds after its first count (a window
+    that starts with the first event, as the login lockout's does); the new count."""
+    cache = caches["default"]
+    if cache.add(key, 1, timeout):
+        return 1
+    try:
+        return cache.incr(key)
+    except ValueError:  # expired between add and incr
+        cache.add(key, 1, timeout)
+        return 1
+
+
+def counter_value(key: str) -> int:
+    return int(caches["default"].get(key) or 0)
+
+
 def project_scope(project_id, kind: str) -> str:
     """The budget of one project's calls with one kind of key: the public key is published in web pages, so its
     calls have a budget of their own and cannot use up the secret key's."""

@@ -42,3 +42,20 @@ def domains_due_for_check(*, now: datetime, limit: int | None = None) -> list:
         .values_list("id", flat=True)[: max(0, limit - len(pending))]
     )
     return pending + verified
+
+
+def project_has_verified_domain(project) -> bool:
+    return Domain.objects.filter(project=project, status=Domain.Status.VERIFIED).exists()
+
+
+def default_sender_domains(project_ids) -> dict:
+    """Each project's first verified domain: its `defaultSenderDomain` in the account endpoints."""
+    rows = (
+        Domain.objects.filter(project_id__in=list(project_ids), status=Domain.Status.VERIFIED)
+        .order_by("project_id", "verified_at", "created_at")
+        .values_list("project_id", "name")
+    )
+    found: dict = {}
+    for project_id, name in rows:
+        found.setdefault(project_id, name)
+    return found

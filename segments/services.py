@@ -337,3 +337,9 @@ def segment_contact_reevaluate(*, contact_id) -> int:
             Segment.objects.filter(pk=segment.pk).update(member_count=F("member_count") + (1 if live else -1))
             moves += 1
     return moves
+
+
+def project_segments_delete(project: Project) -> int:
+    """A project reset's step (accounts.registry)."""
+    deleted, _ = Segment.objects.filter(project=project).delete()
+    return deleted

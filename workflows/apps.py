@@ -13,5 +13,12 @@ class WorkflowsConfig(AppConfig):
         from workflows.selectors import steps_using_template, workflows_using_event, workflows_using_field
 
         register_template_usage("workflowSteps", steps_using_template)
+
+        from accounts.registry import register_project_reset, register_setup_fact
+        from workflows.selectors import project_has_enabled_workflow
+        from workflows.services import project_workflows_delete
+
+        register_setup_fact("hasEnabledWorkflow", project_has_enabled_workflow)
+        register_project_reset("workflows", project_workflows_delete, order=10)
         register_event_usage("workflows", workflows_using_event)
         register_field_usage("workflows", workflows_using_field)

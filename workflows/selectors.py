@@ -125,3 +125,7 @@ def workflows_using_field(project: Project, field: str) -> list[dict]:
         return False
 
     return _workflows_where(project, uses)
+
+
+def project_has_enabled_workflow(project) -> bool:
+    return Workflow.objects.filter(project=project, enabled=True).exists()

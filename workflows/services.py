@@ -403,3 +403,9 @@ def _cancel(executions, now) -> int:
             status__in=UNFINISHED_STEP_STATUSES,
         ).update(status=StepExecutionStatus.SKIPPED, completed_at=now)
     return cancelled
+
+
+def project_workflows_delete(project: Project) -> int:
+    """A project reset's step (accounts.registry): executions go with their workflows."""
+    deleted, _ = Workflow.objects.filter(project=project).delete()
+    return deleted

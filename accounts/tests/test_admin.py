@@ -14,6 +14,9 @@ pytestmark = pytest.mark.django_db
         "/admin/accounts/user/",
         "/admin/accounts/project/",
         "/admin/accounts/membership/",
+        "/admin/accounts/invitation/",
+        "/admin/accounts/user/?q=alice&is_staff__exact=0",
+        "/admin/accounts/user/?o=3",
         "/admin/accounts/idempotencyrecord/",
         "/admin/accounts/job/",
         "/admin/domains/domain/",
@@ -42,3 +45,25 @@ def test_disable_enable_and_regenerate_actions(admin_client, project, secret_cli
     assert stored.secret_key_hash == hash_key(secret)
     assert secret_client.get("/contacts").json()["error"]["code"] == "UNAUTHORIZED"
     assert client_with(secret).get("/contacts").status_code == 200
+
+
+def test_admin_actions_mail_reset_and_invitation_links(
+    admin_client, project, smtp_sink, django_capture_on_commit_callbacks
+):
+    from accounts.members import member_add
+    from accounts.models import Invitation, Membership, User
+
+    owner = Membership.objects.get(project=project.project)
+    with django_capture_on_commit_callbacks(execute=True):
+        member_add(actor=owner, email="invitee@example.test", role="MEMBER")
+    alice = User.objects.get(email="alice@example.test")
+    with django_capture_on_commit_callbacks(execute=True):
+        admin_client.post("/admin/accounts/user/", {"action": "send_password_reset", "_selected_action": [alice.pk]})
+        admin_client.post(
+            "/admin/accounts/invitation/", {"action": "resend", "_selected_action": [Invitation.objects.get().pk]}
+        )
+    assert [m.rcpt_tos for m in smtp_sink.received] == [
+        ["invitee@example.test"],
+        ["alice@example.test"],
+        ["invitee@example.test"],
+    ]

@@ -1,13 +1,21 @@
-"""Bearer API keys. Each endpoint names the kind of key it takes; the project always comes from the key."""
+"""Who is calling, and for which project: bearer API keys, and the dashboard's browser session.
+
+Each endpoint names what it accepts. Project endpoints take the secret key or, from a dashboard, the session cookie
+with the project in `X-Project-Id` (`/v1/*` take keys only); account endpoints take the session alone. However
+the project was named, `project_admit` decides whether the request may act for it, and `request.auth` is then the
+same `ProjectAccess` (docs/accounts.md, "Sessions").
+"""
 
 from dataclasses import dataclass
 
-from rest_framework.authentication import BaseAuthentication
+from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY
+from django.utils.crypto import constant_time_compare
+from rest_framework.authentication import BaseAuthentication, CSRFCheck
 
 from accounts.keys import KeyKind
-from accounts.models import Project
-from accounts.selectors import api_key_lookup
-from core.errors import AuthError, ErrorCode, ServiceError
+from accounts.models import Membership, Project, User
+from accounts.selectors import api_key_lookup, session_membership
+from core.errors import AuthError, BadRequest, ErrorCode, ServiceError
 
 _KEY_NAMES = {KeyKind.PUBLIC: "a public key (pk_)", KeyKind.SECRET: "a secret key (sk_)"}
 
@@ -28,6 +36,122 @@ def bearer_token(header: str) -> str | None:
     return token if scheme.lower() == "bearer" and token else None
 
 
+@dataclass(frozen=True)
+class ProjectAccess:
+    """`request.auth` of a project endpoint: the project, the key budget the request counts in (a session counts in
+    the secret key's: it calls the same endpoints), and, for a session, the member's membership (its role)."""
+
+    project: Project
+    kind: KeyKind
+    membership: Membership | None = None
+
+    @property
+    def role(self) -> str:
+        # The secret key holds every power a project endpoint offers.
+        return self.membership.role if self.membership else Membership.Role.OWNER
+
+
+def project_admit(request, project: Project, kind: KeyKind, membership: Membership | None = None) -> ProjectAccess:
+    """The one decision on acting for a project, whichever credential named it: the rate limit counts the request
+    against the project from here on, even if it fails, and a disabled project is refused."""
+    request._request.herald_project_id = project.id
+    request._request.herald_key_kind = kind
+    if project.disabled:
+        reason = f" ({project.disabled_reason})" if project.disabled_reason else ""
+        raise ServiceError(f"This project is disabled{reason}", code=ErrorCode.PROJECT_DISABLED, status=403)
+    return ProjectAccess(project=project, kind=kind, membership=membership)
+
+
+def project_access_denied(project_id) -> ServiceError:
+    return ServiceError(
+        f'You are not a member of project "{project_id}"',
+        code=ErrorCode.PROJECT_ACCESS_DENIED,
+        status=403,
+        details={"projectId": str(project_id)},
+    )
+
+
+def _enforce_csrf(request) -> None:
+    """A cookie-authenticated unsafe request must echo the csrftoken cookie in X-CSRFToken (403 CSRF_FAILED)."""
+    check = CSRFCheck(lambda _request: None)
+    check.process_request(request._request)
+    reason = check.process_view(request._request, None, (), {})
+    if reason:
+        raise ServiceError(
+            f"CSRF verification failed: {reason}. Send the csrftoken cookie's value in the X-CSRFToken header",
+            code=ErrorCode.CSRF_FAILED,
+            status=403,
+        )
+
+
+def session_user(request) -> User | None:
+    """The logged-in user of the request's session cookie (Django's session and authentication middleware), or
+    None; an authenticated unsafe request must carry the CSRF token."""
+    user = getattr(request._request, "user", None)
+    if user is None or not user.is_authenticated or not user.is_active:
+        return None
+    _enforce_csrf(request)
+    return user
+
+
+def _session_verified(request, user: User) -> bool:
+    """Whether the session was opened with the user's current password (a reset or change ends every session),
+    as Django's own `get_user` decides, which this path replaces to save its query."""
+    session_hash = request._request.session.get(HASH_SESSION_KEY)
+    if user.is_active and session_hash:
+        hashes = (user.get_session_auth_hash(), *user.get_session_auth_fallback_hash())
+        if any(constant_time_compare(session_hash, known) for known in hashes):
+            return True
+    request._request.session.flush()
+    return False
+
+
+class SessionAuthentication(BaseAuthentication):
+    """The dashboard's session cookie on a project endpoint, with the project in `X-Project-Id`: 400 without it,
+    403 PROJECT_ACCESS_DENIED when the user is not a member (or there is no such project).
+
+    The user and the membership come from one query (`session_membership`), not from Django's lazy
+    `request.user` and a second query: the session is read from the cache, so this is the request's only extra
+    round trip to the database. Django's path still answers the rare requests that name no project or one the user
+    is not a member of, to tell a dead session (401) from a refused project (400, 403)."""
+
+    def authenticate(self, request):
+        session = getattr(request._request, "session", None)
+        user_id = session.get(SESSION_KEY) if session is not None else None
+        if user_id is None:
+            return None
+        _enforce_csrf(request)
+        project_id = request.META.get("HTTP_X_PROJECT_ID", "").strip()
+        membership = session_membership(user_id=user_id, project_id=project_id) if project_id else None
+        if membership is None:
+            user = session_user(request)
+            if user is None:
+                return None
+            if not project_id:
+                raise BadRequest(
+                    "X-Project-Id header is required with a session cookie", details={"header": "X-Project-Id"}
+                )
+            raise project_access_denied(project_id)
+        if not _session_verified(request, membership.user):
+            return None
+        return membership.user, project_admit(request, membership.project, KeyKind.SECRET, membership)
+
+    def authenticate_header(self, request) -> str:
+        return 'Bearer realm="api"'
+
+
+class UserSessionAuthentication(BaseAuthentication):
+    """The session cookie alone, on account endpoints (`/users/@me...`, `/projects/:id/members...`):
+    `request.user` is the user; which project, if any, comes from the path (`config.api.views.MemberProjectView`)."""
+
+    def authenticate(self, request):
+        user = session_user(request)
+        return None if user is None else (user, None)
+
+    def authenticate_header(self, request) -> str:
+        return 'Session realm="dashboard"'
+
+
 class ApiKeyAuthentication(BaseAuthentication):
     required_kind: KeyKind = KeyKind.SECRET
 
@@ -43,18 +167,16 @@ class ApiKeyAuthentication(BaseAuthentication):
         match = api_key_lookup(token=token)
         if match is None:
             raise AuthError("Invalid API key", code=ErrorCode.UNAUTHORIZED)
-        # Known from here on: the rate limit counts this request against the key's project, even if it fails.
-        request._request.herald_project_id = match.project.id
-        request._request.herald_key_kind = match.kind
         if match.kind is not self.required_kind:
+            # Counted against the key's project all the same.
+            request._request.herald_project_id = match.project.id
+            request._request.herald_key_kind = match.kind
             raise AuthError(
                 f"This endpoint requires {_KEY_NAMES[self.required_kind]}, not {_KEY_NAMES[match.kind]}",
                 code=ErrorCode.INVALID_API_KEY,
             )
-        if match.project.disabled:
-            reason = f" ({match.project.disabled_reason})" if match.project.disabled_reason else ""
-            raise ServiceError(f"This project is disabled{reason}", code=ErrorCode.PROJECT_DISABLED, status=403)
-        return ProjectPrincipal(project=match.project, key_kind=match.kind), match
+        access = project_admit(request, match.project, match.kind)
+        return ProjectPrincipal(project=match.project, key_kind=match.kind), access
 
     def authenticate_header(self, request) -> str:
         return 'Bearer realm="api"'

@@ -24,6 +24,32 @@ class PublicKeyScheme(_BearerKeyScheme):
     description = "The project's public key, `pk_…`. Accepted only by POST /v1/track."
 
 
+class _SessionScheme(OpenApiAuthenticationExtension):
+    priority = 1
+    name = "session"
+
+    def get_security_definition(self, auto_schema):
+        return {
+            "type": "apiKey",
+            "in": "cookie",
+            "name": "sessionid",
+            "description": (
+                "The browser session set by POST /auth/login. Unsafe methods also need the csrftoken cookie's value "
+                "in X-CSRFToken; project endpoints need the project in X-Project-Id."
+            ),
+        }
+
+
+class SessionScheme(_SessionScheme):
+    target_class = "config.api.authentication.SessionAuthentication"
+
+
+class UserSessionScheme(_SessionScheme):
+    # The same cookie; a scheme of its own since OpenAPI names one per class.
+    target_class = "config.api.authentication.UserSessionAuthentication"
+    name = "userSession"
+
+
 ERROR_ENVELOPE = {
     "type": "object",
     "required": ["success", "error", "timestamp"],

@@ -5,18 +5,25 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.db import transaction
-from rest_framework.permissions import SAFE_METHODS, AllowAny
+from rest_framework.permissions import SAFE_METHODS, AllowAny, BasePermission
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
 from rest_framework.views import APIView
 from rest_framework.viewsets import GenericViewSet
 
 from accounts.keys import KeyKind
-from accounts.selectors import idempotency_record_get
+from accounts.members import role_require
+from accounts.selectors import idempotency_record_get, membership_get
 from accounts.services import idempotency_claim, idempotency_finish
+from config.api.authentication import (
+    ProjectAccess,
+    SecretKeyAuthentication,
+    UserSessionAuthentication,
+    project_access_denied,
+)
 from config.api.ratelimit import COUNTED_ENVIRON_KEY
 from config.api.validation import validate
-from core.errors import BadRequest, ErrorCode, NotFound, RateLimited, ServiceError
+from core.errors import AuthError, BadRequest, ErrorCode, NotFound, RateLimited, ServiceError
 from core.ids import uuid_or_none
 from core.ratelimit import RateLimitState, client_address, project_scope, rate_limit_hit
 from core.time import iso
@@ -49,6 +56,9 @@ class ApiViewMixin:
 
     idempotent = False
     atomic_writes = True
+    # HTTP method -> the least role a session's member needs for it (docs/accounts.md, "Roles"); MEMBER when not
+    # named. The secret key holds every role.
+    roles: dict[str, str] = {}
     # Off only for `/health`: a load balancer probes it from a few addresses, many times a minute.
     rate_limited = True
     resource_name = "Resource"
@@ -65,6 +75,9 @@ class ApiViewMixin:
         if auth_error is not None:
             raise auth_error
         super().initial(request, *args, **kwargs)
+        required = self.roles.get(request.method)
+        if required and isinstance(request.auth, ProjectAccess):
+            role_require(role=request.auth.role, required=required, action=f"{request.method} {request.path}")
         if self.idempotent:
             self._claim_idempotency_key(request)
         if self.atomic_writes and request.method not in SAFE_METHODS:
@@ -139,7 +152,13 @@ class ApiViewMixin:
 
 
 class ApiView(ApiViewMixin, APIView):
-    """A single-purpose endpoint (the /v1 API, health, config)."""
+    """A single-purpose endpoint (health, config, a dashboard action)."""
+
+
+class KeyOnlyView(ApiView):
+    """A `/v1/*` endpoint: the secret key only, never a browser session."""
+
+    authentication_classes = [SecretKeyAuthentication]
 
 
 # An endpoint that is one function: `handler(project, values, payload) -> response data`, called with what
@@ -147,7 +166,7 @@ class ApiView(ApiViewMixin, APIView):
 # same endpoint in front of Django with this view's serializer, handler, key and transaction, so the two cannot
 # answer differently. The handler builds its data with the endpoint's output serializer (`config.api.output`).
 # (No docstring: the OpenAPI schema describes a view with the nearest docstring of its class.)
-class HandlerView(ApiView):
+class HandlerView(KeyOnlyView):
     input_serializer: type[Serializer]
     handler: Callable  # a staticmethod: (Project, dict, dict) -> dict
 
@@ -161,6 +180,41 @@ class PublicApiView(ApiView):
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
+
+
+class LoggedIn(BasePermission):
+    def has_permission(self, request, view) -> bool:
+        if request.user is None:
+            raise AuthError(
+                "Not logged in: this endpoint needs the session cookie set by POST /auth/login",
+                code=ErrorCode.MISSING_AUTH,
+            )
+        return True
+
+
+class AccountView(ApiView):
+    """An account endpoint: the logged-in user's session alone (`request.user`), no key."""
+
+    authentication_classes = [UserSessionAuthentication]
+    permission_classes = [LoggedIn]
+
+
+class MemberProjectView(AccountView):
+    """An account endpoint about the project in its path (`<project_id>`): the user must be a member of it (403
+    PROJECT_ACCESS_DENIED, the same for a project that does not exist) with the role `roles` names for the method
+    (403 FORBIDDEN). A new one is a subclass with `roles` and its methods, which find `self.membership` and
+    `self.project`, and a route: `path("users/@me/projects/<project_id>/...", View.as_view())`."""
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        project_id = kwargs["project_id"]
+        membership = membership_get(user=request.user, project_id=project_id)
+        if membership is None:
+            raise project_access_denied(project_id)
+        self.membership, self.project = membership, membership.project
+        required = self.roles.get(request.method)
+        if required:
+            role_require(role=membership.role, required=required, action=f"{request.method} {request.path}")
 
 
 class ProjectScopedViewSet(ApiViewMixin, GenericViewSet):

@@ -203,8 +203,36 @@ GITHUB_CLIENT_SECRET = env.str("GITHUB_CLIENT_SECRET", default="")
 GOOGLE_CLIENT_ID = env.str("GOOGLE_CLIENT_ID", default="")
 GOOGLE_CLIENT_SECRET = env.str("GOOGLE_CLIENT_SECRET", default="")
 
+# Accounts (docs/accounts.md) -----------------------------------------------------------------------------------
+# The sender of the service's own mail: address verification, password resets, invitations.
+SYSTEM_EMAIL_FROM = env.str("SYSTEM_EMAIL_FROM", default=DEFAULT_FROM_EMAIL)
+# OAuth sign-in is offered for a provider once its client id is set (`/auth/oauth-config`, `/config`).
+GITHUB_CLIENT_ID = env.str("GITHUB_CLIENT_ID", default="")
+GOOGLE_CLIENT_ID = env.str("GOOGLE_CLIENT_ID", default="")
+# Seconds a password-reset link, an address-verification link and an invitation stay valid.
+PASSWORD_RESET_TIMEOUT = env.int("PASSWORD_RESET_TIMEOUT", default=3600)
+EMAIL_VERIFICATION_TIMEOUT = env.int("EMAIL_VERIFICATION_TIMEOUT", default=3 * 24 * 3600)
+INVITATION_TIMEOUT = env.int("INVITATION_TIMEOUT", default=7 * 24 * 3600)
+# Failed logins per address (lower-cased) before that address is locked out, and the window they count in.
+LOGIN_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=10)
+LOGIN_FAILURE_WINDOW_SECONDS = env.int("LOGIN_FAILURE_WINDOW_SECONDS", default=15 * 60)
+# Browser sessions live in the database, which every process shares, so a logout or a password reset ends a
+# session everywhere at once; with a shared cache (Redis) the cached_db engine reads them from the cache first.
+# A local-memory cache is per process and could keep a revoked session alive in another process: db only then.
+SESSION_ENGINE = env.str(
+    "SESSION_ENGINE",
+    default="django.contrib.sessions.backends.cached_db"
+    if CACHES["default"]["BACKEND"].endswith("RedisCache")
+    else "django.contrib.sessions.backends.db",
+)
+SESSION_COOKIE_AGE = env.int("SESSION_COOKIE_AGE", default=14 * 24 * 3600)
+
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["config.api.authentication.SecretKeyAuthentication"],
+    # A project endpoint takes the secret key or a dashboard session (`/v1/*` views take keys only).
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "config.api.authentication.SecretKeyAuthentication",
+        "config.api.authentication.SessionAuthentication",
+    ],
     "DEFAULT_PERMISSION_CLASSES": ["config.api.permissions.HasProject"],
     "DEFAULT_PARSER_CLASSES": ["config.api.parsers.JsonObjectParser"],
     "DEFAULT_RENDERER_CLASSES": ["config.api.renderers.JsonRenderer"],
@@ -220,7 +248,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": (
         "Email delivery and audience service. Public API under /v1, dashboard endpoints without a prefix. "
         "Authenticate with `Authorization: Bearer <key>`: the public key (pk_) for POST /v1/track only, "
-        "the secret key (sk_) for everything else."
+        "the secret key (sk_) for everything else. A dashboard uses the session cookie of POST /auth/login instead "
+        "of the secret key (not on /v1/*), with the project in X-Project-Id and, on unsafe methods, the csrftoken "
+        "cookie's value in X-CSRFToken."
     ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,

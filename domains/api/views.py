@@ -4,9 +4,10 @@ from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers as drf_serializers
 from rest_framework.response import Response
 
+from accounts.models import Membership
 from config.api.schema import ERROR_RESPONSE as ERROR
 from config.api.validation import validate
-from config.api.views import ApiView, ProjectScopedViewSet
+from config.api.views import KeyOnlyView, ProjectScopedViewSet
 from core.errors import Forbidden, NotFound
 from domains import selectors, services
 from domains.api import serializers as s
@@ -38,6 +39,8 @@ def verify_result_json(result: VerifyResult) -> dict:
 class DomainViewSet(ProjectScopedViewSet):
     queryset = Domain.objects.all()
     resource_name = "Domain"
+    # Sender domains are the project's settings: a session's MEMBER reads them, an ADMIN changes them.
+    roles = {"POST": Membership.Role.ADMIN, "DELETE": Membership.Role.ADMIN}
 
     @extend_schema(
         operation_id="domains_create",
@@ -70,7 +73,7 @@ class DomainViewSet(ProjectScopedViewSet):
         return Response(status=204)
 
 
-class VerifyView(ApiView):
+class VerifyView(KeyOnlyView):
     @extend_schema(
         operation_id="v1_verify",
         request=s.VerifyInputSerializer,

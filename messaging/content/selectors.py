@@ -17,3 +17,7 @@ def template_list(*, project: Project, email_type: str | None = None, search: st
             Q(name__icontains=search) | Q(description__icontains=search) | Q(subject__icontains=search)
         )
     return queryset
+
+
+def project_has_template(project: Project) -> bool:
+    return Template.objects.filter(project=project).exists()

@@ -65,3 +65,15 @@ def template_duplicate(*, template: Template) -> Template:
     copy.name = f"{template.name} (Copy)"[:255]
     copy.save()
     return copy
+
+
+def project_messages_delete(project: Project) -> int:
+    """A project reset's step (accounts.registry): the project's emails, then its templates. The hourly figures and
+    the suppression list stay: the reputation guard judges the project by them, and a reset must not wipe a bad
+    record."""
+    from messaging.models import AttachmentBundle, Email, Template
+
+    emails, _ = Email.objects.filter(project=project).delete()
+    AttachmentBundle.objects.filter(project=project).delete()
+    templates, _ = Template.objects.filter(project=project).delete()
+    return emails + templates

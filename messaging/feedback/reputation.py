@@ -125,3 +125,49 @@ def project_reputation_reset(*, project: Project) -> None:
     ReputationReview.objects.update_or_create(project=project, defaults={"reviewed_at": timezone.now()})
     if project.disabled:
         project_enable(project=project)
+
+
+def _security_level(rate: float | None, thresholds: dict) -> str:
+    return {"ok": "healthy"}.get(level := _level(rate, thresholds), level)
+
+
+def project_security(*, project: Project) -> dict:
+    """The account security endpoints' answer (docs/feedback.md, "Security endpoint"): the guard's state, the
+    bounce and complaint rates over the guard's 7-day window and over all time, each rate's level, and the current
+    suspension."""
+    reputation = project_reputation(project=project)
+    window = reputation["window"]
+    sent_all = EmailStatsHour.objects.filter(project=project).aggregate(n=Sum("sent"))["n"] or 0
+    totals = Email.objects.filter(project=project).aggregate(
+        bounces=Count("bounced_at"), complaints=Count("complained_at")
+    )
+    rates = {
+        "bounce7Day": window["bounceRate"],
+        "bounceAllTime": _rate(totals["bounces"], sent_all),
+        "complaint7Day": window["complaintRate"],
+        "complaintAllTime": _rate(totals["complaints"], sent_all),
+    }
+    suspensions = []
+    if project.disabled:
+        suspensions.append(
+            {"reason": project.disabled_reason or None, "at": iso(project.disabled_at), "resolvedAt": None}
+        )
+    return {
+        "status": {"ok": "healthy"}.get(reputation["state"], reputation["state"]),
+        "disabled": project.disabled,
+        "disabledReason": project.disabled_reason or None,
+        "levels": {
+            name: _security_level(rate, BOUNCE_RATE if name.startswith("bounce") else COMPLAINT_RATE)
+            for name, rate in rates.items()
+        },
+        "rates": rates,
+        "counts": {
+            "sent7Day": window["sent"],
+            "bounces7Day": window["bounces"],
+            "complaints7Day": window["complaints"],
+            "sentAllTime": sent_all,
+            "bouncesAllTime": totals["bounces"],
+            "complaintsAllTime": totals["complaints"],
+        },
+        "recentSuspensions": suspensions,
+    }

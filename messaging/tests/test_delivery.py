@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from conftest import concurrently
+from conftest import client_with, concurrently
 from contacts.models import Event
 from domains.models import Domain
 from domains.services import domain_dkim_key_ensure
@@ -268,7 +268,7 @@ def test_the_send_rate_throttles_without_rejecting(queued, smtp_sink, settings):
 
 
 def test_a_project_over_its_rate_waits_for_its_tokens_alone_without_using_attempts(
-    project, secret_client, other_client, smtp_sink, settings, monkeypatch
+    project, secret_client, other_project, smtp_sink, settings, monkeypatch
 ):
     """One batch, two projects, one of them out of tokens: the other's mail goes now; the throttled project's rows
     go back until its bucket has a token for each (one every two seconds, so that a slow machine does not refill it
@@ -285,7 +285,7 @@ def test_a_project_over_its_rate_waits_for_its_tokens_alone_without_using_attemp
         return [entry["email"] for entry in response.json()["data"]["emails"]]
 
     alice = accepted(secret_client, "hi@alice.test", ["a1@example.test", "a2@example.test"])
-    bob = accepted(other_client, "hi@bob.test", ["b1@example.test"])
+    bob = accepted(client_with(other_project.keys.secret_key), "hi@bob.test", ["b1@example.test"])
     assert send_slot_wait(project.id) == 0  # Alice's one token goes elsewhere
     report = emails_deliver(email_ids=alice + bob)
     assert [r.rcpt_tos[0] for r in smtp_sink.received] == ["b1@example.test"]

@@ -2,11 +2,17 @@
 
 import pytest
 
-from conftest import client_with
+from conftest import client_with, persona_client
 from workflows.models import Workflow, WorkflowExecution, WorkflowStep, WorkflowTransition
 from workflows.tests.conftest import Api
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(params=["key", "session"])
+def api(request, project) -> Api:
+    """Our client, once with the secret key and once with the owner's browser session: neither reaches theirs."""
+    return Api(persona_client(project, request.param))
 
 
 @pytest.fixture

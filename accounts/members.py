@@ -1,0 +1,135 @@
+"""Who belongs to a project, with which role, and the invitations of addresses that have no account yet.
+
+Role rules (docs/accounts.md, "Roles"): an ADMIN or the OWNER manages members; anyone may leave; the OWNER can be
+neither changed nor removed, and no one is made OWNER here.
+"""
+
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from accounts import tokens
+from accounts.mail import AccountEmail, account_email_queue
+from accounts.models import ROLE_RANKS, Invitation, Membership, Project, User
+from core.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from core.ids import uuid_or_none
+
+Role = Membership.Role
+
+
+def role_require(*, role: str, required: str, action: str) -> None:
+    """403 FORBIDDEN unless `role` is `required` or above."""
+    if ROLE_RANKS[role] < ROLE_RANKS[required]:
+        who = "the project's owner" if required == Role.OWNER else "a project owner or admin"
+        raise Forbidden(f"Only {who} can {action}", details={"requiredRole": str(required), "role": str(role)})
+
+
+@dataclass(frozen=True)
+class MemberRow:
+    """A member (`active`), or an address invited to become one (`invited`, no user yet)."""
+
+    email: str
+    role: str
+    created_at: object
+    user_id: object = None
+    status: str = "active"
+
+
+def member_row(membership: Membership) -> MemberRow:
+    return MemberRow(
+        email=membership.user.email, role=membership.role, created_at=membership.created_at, user_id=membership.user_id
+    )
+
+
+def members_list(*, project: Project) -> list[MemberRow]:
+    memberships = Membership.objects.filter(project=project).select_related("user").order_by("created_at", "id")
+    return [member_row(membership) for membership in memberships]
+
+
+def _membership_of(project: Project, user_id) -> Membership:
+    membership = Membership.objects.filter(project=project, user_id=uuid_or_none(user_id)).select_related("user")
+    found = membership.first() if uuid_or_none(user_id) else None
+    if found is None:
+        raise NotFound("Member", user_id)
+    return found
+
+
+def _assignable(role: str) -> str:
+    if role == Role.OWNER:
+        raise Forbidden("No one is made owner of a project: a project has one owner, its creator")
+    if role not in (Role.ADMIN, Role.MEMBER):
+        raise ValidationFailed.field("role", "Expected ADMIN or MEMBER", code="invalid_enum_value", received=role)
+    return role
+
+
+@transaction.atomic
+def member_add(*, actor: Membership, email: str, role: str) -> MemberRow:
+    """Add an existing user at once, or invite an unknown address (an invitation email with a sign-up link)."""
+    role_require(role=actor.role, required=Role.ADMIN, action="add members")
+    role = _assignable(role)
+    email = email.strip().lower()
+    project = actor.project
+    user = User.objects.filter(email=email).first()
+    if user is not None:
+        if Membership.objects.filter(project=project, user=user).exists():
+            raise Conflict(f"{email} is already a member of this project", details={"field": "email"})
+        return member_row(Membership.objects.create(project=project, user=user, role=role))
+    try:
+        with transaction.atomic():
+            invitation = Invitation.objects.create(project=project, email=email, role=role, invited_by=actor.user)
+    except IntegrityError:
+        raise Conflict(f"{email} is already invited to this project", details={"field": "email"}) from None
+    account_email_queue(kind=AccountEmail.INVITATION, object_id=invitation.pk)
+    return MemberRow(email=email, role=role, created_at=invitation.created_at, status="invited")
+
+
+def member_update(*, actor: Membership, user_id: str, role: str) -> Membership:
+    role_require(role=actor.role, required=Role.ADMIN, action="change roles")
+    membership = _membership_of(actor.project, user_id)
+    if membership.role == Role.OWNER:
+        raise Forbidden("The owner's role cannot be changed")
+    membership.role = _assignable(role)
+    membership.save(update_fields=["role"])
+    return membership
+
+
+def member_remove(*, actor: Membership, user_id: str) -> None:
+    """Remove a member; any member may remove themselves (leave), except the owner."""
+    membership = _membership_of(actor.project, user_id)
+    if membership.role == Role.OWNER:
+        raise Forbidden("The owner cannot be removed from the project")
+    if membership.pk != actor.pk:
+        role_require(role=actor.role, required=Role.ADMIN, action="remove members")
+    membership.delete()
+
+
+def _join(user: User, invitation: Invitation) -> None:
+    Membership.objects.get_or_create(user=user, project_id=invitation.project_id, defaults={"role": invitation.role})
+    invitation.delete()
+
+
+@transaction.atomic
+def invitation_accept(*, user: User, token: str, proves_address: bool = False) -> Project:
+    """Join the project of an invitation. The link reached the invited address, so a user who signs up with it as
+    that address (`proves_address`) has it verified."""
+    invitation = (
+        Invitation.objects.select_for_update().filter(pk=tokens.invitation_token_id(token)).select_related("project")
+    ).first()
+    if invitation is None:
+        raise tokens.invalid_token()
+    project = invitation.project
+    _join(user, invitation)
+    if proves_address and user.email == invitation.email and user.email_verified_at is None:
+        user.email_verified_at = timezone.now()
+        user.save(update_fields=["email_verified_at"])
+        invitations_accept_for(user=user)
+    return project
+
+
+def invitations_accept_for(*, user: User) -> int:
+    """Join every project that invited this (now verified) address."""
+    invitations = list(Invitation.objects.filter(email=user.email))
+    for invitation in invitations:
+        _join(user, invitation)
+    return len(invitations)

@@ -1,0 +1,153 @@
+"""People: sign-up, the password check of a login (with its lockout), address verification and password resets.
+
+The HTTP side (logging the session in and out) is the views'; these functions decide (docs/accounts.md).
+"""
+
+import hashlib
+from importlib import import_module
+
+from django.conf import settings
+from django.contrib.auth import password_validation
+from django.core.cache import caches
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from accounts import tokens
+from accounts.mail import AccountEmail, account_email_queue
+from accounts.members import invitation_accept, invitations_accept_for
+from accounts.models import User
+from core.errors import AuthError, Conflict, ErrorCode, Forbidden, RateLimited, ValidationFailed
+from core.ratelimit import counter_increment, counter_value
+
+INVALID_CREDENTIALS = "Invalid email or password"
+
+
+def _normalized(email: str) -> str:
+    return email.strip().lower()
+
+
+def _validated_password(password: str, user: User | None = None) -> str:
+    try:
+        password_validation.validate_password(password, user)
+    except ValidationError as exc:
+        raise ValidationFailed(
+            [{"field": "password", "message": message, "code": "custom"} for message in exc.messages]
+        ) from None
+    return password
+
+
+def user_signup(*, email: str, password: str, invitation_token: str | None = None) -> User:
+    """Create an account and ask its owner to verify the address.
+
+    With the token of an invitation sent to this address, the address is proven (the mail reached it): it counts as
+    verified and the project of the invitation is joined at once. Without one, invitations to the address are
+    joined when it is verified.
+    """
+    if settings.SIGNUPS_DISABLED:
+        raise Forbidden("Sign-ups are disabled on this installation", code=ErrorCode.SIGNUPS_DISABLED)
+    email = _normalized(email)
+    user = User(email=email)
+    _validated_password(password, user)
+    if User.objects.filter(email=email).exists():
+        raise Conflict("An account with this email already exists", details={"field": "email"})
+    user.set_password(password)
+    try:
+        with transaction.atomic():
+            user.save()
+    except IntegrityError:  # signed up twice at once
+        raise Conflict("An account with this email already exists", details={"field": "email"}) from None
+    if invitation_token:
+        invitation_accept(user=user, token=invitation_token, proves_address=True)
+    if user.email_verified_at is None:
+        account_email_queue(kind=AccountEmail.VERIFY_EMAIL, object_id=user.pk)
+    return user
+
+
+def _failures_key(email: str) -> str:
+    # Hashed: the cache key must not carry the address (nor its length limits and characters).
+    return "login-failures:" + hashlib.sha256(email.encode()).hexdigest()
+
+
+def _locked_out() -> RateLimited:
+    window = settings.LOGIN_FAILURE_WINDOW_SECONDS
+    return RateLimited(
+        f"Too many failed logins for this address. Try again in {window // 60} minutes",
+        details={"retryAfter": window},
+        headers={"Retry-After": str(window)},
+    )
+
+
+def user_authenticate(*, email: str, password: str) -> User:
+    """The user these credentials belong to.
+
+    1. An address with LOGIN_FAILURE_LIMIT failures in the window is refused (429) before its password is looked
+       at, the right one included; the count is per address, so other addresses from the same client go on.
+    2. An unknown address runs the password hasher too, so that it takes as long as a wrong password, and both
+       are the same 401.
+    """
+    email = _normalized(email)
+    key = _failures_key(email)
+    if counter_value(key) >= settings.LOGIN_FAILURE_LIMIT:
+        raise _locked_out()
+    user = User.objects.filter(email=email).first()
+    if user is None:
+        User().set_password(password)
+    elif user.check_password(password) and user.is_active:
+        return user
+    counter_increment(key, timeout=settings.LOGIN_FAILURE_WINDOW_SECONDS)
+    raise AuthError(INVALID_CREDENTIALS, code=ErrorCode.INVALID_CREDENTIALS)
+
+
+def user_login_recorded(*, user: User) -> None:
+    """After a successful login: the address's failures are forgotten."""
+    caches["default"].delete(_failures_key(user.email))
+
+
+@transaction.atomic
+def user_verify_email(*, token: str) -> User:
+    user = tokens.verification_token_user(token)
+    _mark_verified(user)
+    return user
+
+
+def _mark_verified(user: User) -> None:
+    user.email_verified_at = timezone.now()
+    user.save(update_fields=["email_verified_at"])
+    invitations_accept_for(user=user)
+
+
+def user_request_verification(*, email: str) -> None:
+    """Send a new verification link to an unverified account; silent otherwise (no account enumeration)."""
+    user = User.objects.filter(email=_normalized(email), is_active=True, email_verified_at__isnull=True).first()
+    if user is not None:
+        account_email_queue(kind=AccountEmail.VERIFY_EMAIL, object_id=user.pk)
+
+
+def user_request_password_reset(*, email: str) -> None:
+    """Send a reset link to an account; silent for an unknown address (no account enumeration)."""
+    user = User.objects.filter(email=_normalized(email), is_active=True).first()
+    if user is not None:
+        account_email_queue(kind=AccountEmail.RESET_PASSWORD, object_id=user.pk)
+
+
+@transaction.atomic
+def user_reset_password(*, token: str, password: str) -> User:
+    """Set a new password. Every session of the user ends: a session is bound to the password hash it was opened
+    with (Django's session auth hash), so none survives the change. The mail reached the address: it is verified."""
+    user = tokens.reset_token_user(token)
+    user.set_password(_validated_password(password, user))
+    user.save(update_fields=["password"])
+    if user.email_verified_at is None:
+        _mark_verified(user)
+    return user
+
+
+def session_purge_expired() -> None:
+    engine = import_module(settings.SESSION_ENGINE)
+    engine.SessionStore.clear_expired()
+
+
+def oauth_providers() -> dict[str, bool]:
+    """Which OAuth sign-in providers are configured (their client id is set)."""
+    return {"github": bool(settings.GITHUB_CLIENT_ID), "google": bool(settings.GOOGLE_CLIENT_ID)}

@@ -1,0 +1,132 @@
+"""The dashboard's session against the secret key on the same endpoint: `GET /contacts?limit=1` through the WSGI
+application gunicorn serves, called in this process, once with `Authorization: Bearer sk_…` and once with the
+session cookie and `X-Project-Id`, in alternating rounds (PostgreSQL and Redis as in production: the key cache
+and the sessions' cache are on).
+
+    python bench/session_auth.py [--calls 2000] [--rounds 5] [--database herald_bench_accounts] [--redis-db 11]
+"""
+
+import argparse
+import io
+import os
+import statistics
+import sys
+import time
+from http.cookies import SimpleCookie
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.serve import bench_env, fresh_database, setup_project
+
+PASSWORD = "bench passphrase, long enough"
+
+
+def environ(method: str, path: str, headers: dict, body: bytes = b"") -> dict:
+    path, _, query = path.partition("?")
+    return {
+        "REQUEST_METHOD": method,
+        "PATH_INFO": path,
+        "QUERY_STRING": query,
+        "SERVER_NAME": "localhost",
+        "SERVER_PORT": "8000",
+        "HTTP_HOST": "localhost",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "127.0.0.1",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.errors": io.StringIO(),
+        "CONTENT_TYPE": "application/json",
+        "CONTENT_LENGTH": str(len(body)),
+        **headers,
+    }
+
+
+def login(application, email: str) -> str:
+    """The Cookie header of a session opened through POST /auth/login."""
+    captured = {}
+
+    def start_response(status, headers, exc_info=None):
+        captured["status"], captured["headers"] = status, headers
+
+    body = f'{{"email": "{email}", "password": "{PASSWORD}"}}'.encode()
+    b"".join(application(environ("POST", "/auth/login", {}, body), start_response))
+    assert captured["status"] == "200 OK", captured
+    cookies = SimpleCookie()
+    for name, value in captured["headers"]:
+        if name.lower() == "set-cookie":
+            cookies.load(value)
+    return "; ".join(f"{name}={morsel.value}" for name, morsel in cookies.items())
+
+
+def run(application, path: str, headers: dict, calls: int) -> tuple[float, float]:
+    """(CPU microseconds of this thread, wall microseconds) per call."""
+    statuses = set()
+
+    def start_response(status, response_headers, exc_info=None):
+        statuses.add(status)
+
+    cpu, wall = time.thread_time(), time.perf_counter()
+    for _ in range(calls):
+        b"".join(application(environ("GET", path, headers), start_response))
+    cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
+    assert statuses == {"200 OK"}, statuses
+    return cpu / calls * 1e6, wall / calls * 1e6
+
+
+def set_password() -> tuple[str, str]:
+    """Give the project's owner a password (create_project makes owners without one); (their email, project id)."""
+    from accounts.models import Project, User
+
+    owner = User.objects.get(email="bench@bench.test")
+    owner.set_password(PASSWORD)
+    owner.save()
+    return owner.email, str(Project.objects.get().id)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--path", default="/contacts?limit=1")
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--database", default="herald_bench_accounts")
+    parser.add_argument("--redis-db", type=int, default=11)
+    args = parser.parse_args()
+
+    fresh_database(args.database)
+    env = bench_env(args.database, API_RATE_LIMIT_PER_MINUTE="100000000")
+    redis = env["CACHE_URL"].rsplit("/", 1)[0]
+    env.update(CACHE_URL=f"{redis}/{args.redis_db}", CELERY_BROKER_URL=f"{redis}/{args.redis_db}")
+    keys = setup_project(env)
+    os.environ.update(env)
+    from config.wsgi import application
+
+    owner_email, project_id = set_password()
+    cases = {
+        "key": {"HTTP_AUTHORIZATION": f"Bearer {keys['secretKey']}"},
+        "session": {"HTTP_COOKIE": login(application, owner_email), "HTTP_X_PROJECT_ID": project_id},
+    }
+    results = {name: [] for name in cases}
+    for headers in cases.values():
+        run(application, args.path, headers, 200)  # warm-up: caches, prepared statements
+    for _ in range(args.rounds):
+        for name, headers in cases.items():
+            results[name].append(run(application, args.path, headers, args.calls))
+    medians = {
+        name: (statistics.median(r[0] for r in rounds), statistics.median(r[1] for r in rounds))
+        for name, rounds in results.items()
+    }
+    for name, (cpu, wall) in medians.items():
+        print(
+            f"{name}: {cpu:.0f} us CPU, {wall:.0f} us wall per GET {args.path} (median of {args.rounds} x {args.calls})"
+        )
+    print(
+        f"session / key: {medians['session'][0] / medians['key'][0]:.2f}x CPU, "
+        f"{medians['session'][1] / medians['key'][1]:.2f}x wall"
+    )
+    from django.core.cache import caches
+
+    caches["default"].clear()
+
+
+if __name__ == "__main__":
+    main()
