@@ -24,8 +24,8 @@ urlpatterns = [
     path("", include("workflows.api.urls")),
     path("", include("domains.api.urls")),
     path("", include("messaging.feedback.urls")),
-    path("", include("billing.urls")),
-    path("", include("uploads.urls")),
+    path("", include("accounts.billing.urls")),
+    path("", include("messaging.uploads.urls")),
 ]
 
 

@@ -7,8 +7,8 @@ from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from accounts.billing.provider import provider_enabled
 from accounts.users import oauth_providers
-from billing.provider import provider_enabled
 from config import probes
 from config.api.views import PublicApiView
 

@@ -73,8 +73,7 @@ INSTALLED_APPS = [
     "segments",
     "workflows",
     "domains",
-    "billing",
-    "uploads",
+    "accounts.billing",
     # Last: the service's own commands and tasks, which compose the apps above (purge, doctor, the retention run).
     "config",
 ]

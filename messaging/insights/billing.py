@@ -3,8 +3,8 @@ monthly cap (`billing.usage.usage_warn`), one item per category and month."""
 
 from django.db.models import QuerySet
 
+from accounts.billing.models import UsageWarning
 from accounts.models import Project
-from billing.models import UsageWarning
 from messaging.insights.registry import ActivityFilters, ActivityItem, ActivitySource, register_activity_source
 
 WARNING = "billing.warning"

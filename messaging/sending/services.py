@@ -19,9 +19,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.billing import usage
+from accounts.billing.models import Category
 from accounts.models import Project
-from billing import usage
-from billing.models import Category
 from contacts.data_rules import validate_data
 from contacts.models import Contact
 from contacts.services import normalize_email

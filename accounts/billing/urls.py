@@ -1,6 +1,6 @@
 from django.urls import path
 
-from billing.api import StripeWebhookView
+from accounts.billing.api import StripeWebhookView
 
 urlpatterns = [
     path("webhooks/incoming/stripe", StripeWebhookView.as_view(), name="webhook-stripe"),

@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from billing.models import ProjectBilling, ProviderEvent
-from billing.provider import billing_checkout, billing_invoices, billing_portal
-from billing.serializers import InvoicesSerializer, RedirectSerializer
-from billing.services import billing_limits
-from billing.tests import stripe_standin
+from accounts.billing.models import ProjectBilling, ProviderEvent
+from accounts.billing.provider import billing_checkout, billing_invoices, billing_portal
+from accounts.billing.serializers import InvoicesSerializer, RedirectSerializer
+from accounts.billing.services import billing_limits
+from accounts.billing.tests import stripe_standin
 from core.errors import FeatureDisabled, ServiceError
 
 pytestmark = pytest.mark.django_db

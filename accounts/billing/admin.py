@@ -4,8 +4,8 @@ from django.contrib import admin
 from django.utils.html import format_html_join
 
 from accounts.admin import ProjectAdmin
-from billing.models import ProjectBilling, ProviderEvent, UsageWarning
-from billing.services import billing_limits
+from accounts.billing.models import ProjectBilling, ProviderEvent, UsageWarning
+from accounts.billing.services import billing_limits
 
 
 class ProjectBillingInline(admin.StackedInline):

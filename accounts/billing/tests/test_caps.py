@@ -4,8 +4,8 @@ email; the counters against a recount of the email rows; the services' shapes an
 import pytest
 from django.utils import timezone
 
-from billing.models import ProjectBilling, UsageCounter, UsageWarning
-from billing.services import billing_consumption, billing_limits, billing_limits_update, usage_by_category
+from accounts.billing.models import ProjectBilling, UsageCounter, UsageWarning
+from accounts.billing.services import billing_consumption, billing_limits, billing_limits_update, usage_by_category
 from campaigns.tests.conftest import campaign_body
 from conftest import concurrently
 from core.errors import BillingLimitExceeded, ValidationFailed
@@ -197,7 +197,7 @@ def test_update_sets_named_categories_keeps_the_others_and_ignores_unknown_keys(
 
 
 def test_limits_and_consumption_write_the_documented_shapes(project):
-    from billing.serializers import BillingConsumptionSerializer, BillingLimitsSerializer
+    from accounts.billing.serializers import BillingConsumptionSerializer, BillingLimitsSerializer
 
     billing_limits_update(project=project.project, changes={"transactional": 4})
     limits = BillingLimitsSerializer(billing_limits(project=project.project)).data

@@ -11,9 +11,9 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
+from accounts.billing.models import Category, ProjectBilling, UsageCounter
+from accounts.billing.usage import WARNING_RATIO, effective_limit, month_of
 from accounts.models import Project
-from billing.models import Category, ProjectBilling, UsageCounter
-from billing.usage import WARNING_RATIO, effective_limit, month_of
 from core.errors import ValidationFailed
 
 CATEGORIES = tuple(Category.values)

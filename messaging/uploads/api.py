@@ -18,7 +18,7 @@ from config.api.schema import ERROR_RESPONSE
 from config.api.serializers import OutputSerializer
 from config.api.views import ApiView
 from core.errors import ValidationFailed
-from uploads.services import CONTENT_TYPES, FOLDER, image_upload, too_large, upload_max_bytes
+from messaging.uploads.services import CONTENT_TYPES, FOLDER, image_upload, too_large, upload_max_bytes
 
 # Room for the multipart framing and headers around the file.
 _MULTIPART_OVERHEAD = 64 * 1024

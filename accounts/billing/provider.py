@@ -14,8 +14,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from accounts.billing.models import ProjectBilling, ProviderEvent
 from accounts.models import Project
-from billing.models import ProjectBilling, ProviderEvent
 from core.errors import BadRequest, FeatureDisabled, Forbidden, ServiceError
 from core.ids import uuid_or_none
 

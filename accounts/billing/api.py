@@ -3,8 +3,8 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
-from billing import serializers as s
-from billing.provider import billing_webhook_receive
+from accounts.billing import serializers as s
+from accounts.billing.provider import billing_webhook_receive
 from config.api.schema import ERROR_RESPONSE
 from config.api.views import PublicApiView
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from billing.models import ProjectBilling, UsageWarning
-from billing.services import billing_limits_update
+from accounts.billing.models import ProjectBilling, UsageWarning
+from accounts.billing.services import billing_limits_update
 from messaging.sending.parse import Address
 from messaging.sending.services import SendContent, emails_queue
 
@@ -18,6 +18,8 @@ def _inline_form(project_id, **caps) -> dict:
         "disabled_reason": "",
         "memberships-TOTAL_FORMS": "0",
         "memberships-INITIAL_FORMS": "0",
+        "invitations-TOTAL_FORMS": "0",
+        "invitations-INITIAL_FORMS": "0",
         f"{prefix}-TOTAL_FORMS": "1",
         f"{prefix}-INITIAL_FORMS": "0",
         f"{prefix}-0-project": str(project_id),

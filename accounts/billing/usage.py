@@ -22,8 +22,8 @@ from datetime import UTC, date, datetime
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
 
+from accounts.billing.models import PAYING, Category, UsageCounter, UsageWarning
 from accounts.models import Project
-from billing.models import PAYING, Category, UsageCounter, UsageWarning
 from core.db import execute_prepared
 from core.errors import BillingLimitExceeded
 

@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class BillingConfig(AppConfig):
+    # Its own app (label `billing`, tables `billing_*`) inside accounts: caps and subscriptions are the project's.
+    name = "accounts.billing"
+    label = "billing"
+    default_auto_field = "django.db.models.BigAutoField"
