@@ -6,3 +6,9 @@ class BillingConfig(AppConfig):
     name = "accounts.billing"
     label = "billing"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from accounts.billing.services import project_has_subscription
+        from accounts.registry import register_setup_fact
+
+        register_setup_fact("hasSubscription", project_has_subscription)

@@ -11,7 +11,7 @@ from django.db import transaction
 from django.db.models import Sum
 from django.utils import timezone
 
-from accounts.billing.models import Category, ProjectBilling, UsageCounter
+from accounts.billing.models import PAYING, Category, ProjectBilling, UsageCounter
 from accounts.billing.usage import WARNING_RATIO, effective_limit, month_of
 from accounts.models import Project
 from core.errors import ValidationFailed
@@ -119,6 +119,11 @@ def billing_limits_update(*, project: Project, changes: dict) -> dict[str, Categ
     billing.full_clean()
     billing.save()
     return billing_limits(project=project)
+
+
+def project_has_subscription(project: Project) -> bool:
+    """An active or trialing subscription with the payment provider (the setup state's `hasSubscription`)."""
+    return ProjectBilling.objects.filter(project=project, subscription_status__in=PAYING).exists()
 
 
 def period_bounds(now: datetime) -> tuple[datetime, datetime]:
