@@ -113,13 +113,13 @@ class MemorySampler(threading.Thread):
 
 
 async def _send_load(base: str, key: str, seconds: float, concurrency: int, tag: str) -> dict:
-    latencies, failures = [], 0
+    latencies, failures, errors = [], 0, 0
     deadline = time.perf_counter() + seconds
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(base_url=base, headers={"Authorization": f"Bearer {key}"}, limits=limits) as client:
 
         async def one_client(number: int) -> None:
-            nonlocal failures
+            nonlocal failures, errors
             counter = 0
             while time.perf_counter() < deadline:
                 counter += 1
@@ -130,7 +130,11 @@ async def _send_load(base: str, key: str, seconds: float, concurrency: int, tag:
                     "body": "<p>Your code is 123456</p>",
                 }
                 started = time.perf_counter()
-                response = await client.post("/v1/send", json=body, timeout=30)
+                try:
+                    response = await client.post("/v1/send", json=body, timeout=30)
+                except httpx.TransportError:  # a kept-alive connection the server closed meanwhile: counted
+                    errors += 1
+                    continue
                 latencies.append((time.perf_counter() - started) * 1000)
                 failures += response.status_code != 200
 
@@ -139,6 +143,7 @@ async def _send_load(base: str, key: str, seconds: float, concurrency: int, tag:
     return {
         "requests": len(latencies),
         "failures": failures,
+        "connection_errors": errors,
         "requests_per_second": round(len(latencies) / seconds, 1),
         "p50_ms": round(statistics.median(latencies), 1),
         "p99_ms": round(latencies[int(len(latencies) * 0.99) - 1], 1),
