@@ -6,6 +6,12 @@ backend's (read from /proc), so that a busy machine changes the figure little.
 
 `--profile` runs the same batches under cProfile (slower) and adds the share of each step of an email (claim,
 MIME build, DKIM signature, SMTP, SENT mark, events) and the functions costing the most.
+
+Under callgrind, the CPU instructions of the delivery alone (what a busy machine does not change):
+
+    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=/tmp/delivery.cg \
+        python bench/delivery_cpu.py --emails 600 --callgrind
+    callgrind_annotate /tmp/delivery.cg | grep 'PROGRAM TOTALS'    # divide by the emails printed
 """
 
 import argparse
@@ -14,6 +20,7 @@ import io
 import json
 import os
 import pstats
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -75,6 +82,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--emails", type=int, default=2000)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--callgrind", action="store_true", help="instrument only the measured batches")
     args = parser.parse_args()
     database = database_name("herald_bench_delivery_cpu")
     fresh_database(database)
@@ -101,7 +109,11 @@ def main() -> None:
         cpu, database_cpu, wall = time.process_time(), _backend_cpu_seconds(backend), time.perf_counter()
         if profile:
             profile.enable()
+        if args.callgrind:
+            subprocess.run(["callgrind_control", "--instr=on", str(os.getpid())], check=True, capture_output=True)
         _deliver_all(ids, settings.DELIVERY_BATCH_SIZE)
+        if args.callgrind:
+            subprocess.run(["callgrind_control", "--instr=off", str(os.getpid())], check=True, capture_output=True)
         if profile:
             profile.disable()
         cpu, database_cpu = time.process_time() - cpu, _backend_cpu_seconds(backend) - database_cpu
