@@ -20,7 +20,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.serve import PG, PYTHON, ROOT, bench_env, fresh_database, machine, manage
+from bench.serve import BROKER_DB, PG, PYTHON, ROOT, bench_env, database_name, fresh_database, machine, manage
 
 SINK_PORT = 2526
 PARAGRAPH = (
@@ -43,6 +43,17 @@ def start_sink() -> subprocess.Popen:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system) used so far by process `pid` and its children (a worker's pool)."""
+    from config.tests.processes import children
+
+    total = 0.0
+    for process in (pid, *children(pid)):
+        fields = Path(f"/proc/{process}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def seed_herald(env: dict, count: int) -> None:
@@ -78,8 +89,9 @@ def seed_herald(env: dict, count: int) -> None:
 
 
 def run_herald(count: int, concurrency: int) -> dict:
-    fresh_database("herald_bench_delivery")
-    env = bench_env("herald_bench_delivery", EMAIL_URL=f"smtp://127.0.0.1:{SINK_PORT}")
+    database = database_name("herald_bench_delivery")
+    fresh_database(database)
+    env = bench_env(database, EMAIL_URL=f"smtp://127.0.0.1:{SINK_PORT}")
     manage(env, "migrate", "--no-input", "-v", "0")
     manage(env, "create_project", "--name", "Bench", "--owner-email", "b@bench.test", "--verified-domain", "bench.test")
     seed_herald(env, count)
@@ -88,14 +100,15 @@ def run_herald(count: int, concurrency: int) -> dict:
     from config.celery import app
     from messaging.models import Email
 
-    subprocess.run(["redis-cli", "-n", "15", "FLUSHDB"], check=True, capture_output=True)
+    subprocess.run(["redis-cli", "-n", BROKER_DB, "FLUSHDB"], check=True, capture_output=True)
     ids = [str(i) for i in Email.objects.order_by("created_at").values_list("id", flat=True)]
     # The integration tests' worker launcher: same options, pointed at this database and the sink.
     from config.tests.processes import celery_worker
 
-    with celery_worker(concurrency=concurrency, EMAIL_URL=env["EMAIL_URL"], CACHE_URL=env["CACHE_URL"]):
+    with celery_worker(concurrency=concurrency, EMAIL_URL=env["EMAIL_URL"], CACHE_URL=env["CACHE_URL"]) as worker:
         time.sleep(4)  # worker start-up is not delivery
         size = settings.DELIVERY_BATCH_SIZE
+        worker_cpu = tree_cpu_seconds(worker.pid)
         started = time.perf_counter()
         with app.producer_or_acquire() as producer:
             for start in range(0, len(ids), size):
@@ -108,11 +121,13 @@ def run_herald(count: int, concurrency: int) -> dict:
                 break
             time.sleep(0.25)
         elapsed = time.perf_counter() - started
+        worker_cpu = tree_cpu_seconds(worker.pid) - worker_cpu
     statuses = dict(Email.objects.values_list("status").annotate(n=__import__("django").db.models.Count("id")))
     return {
         "sent": sent,
         "seconds": round(elapsed, 2),
         "emails_per_second": round(sent / elapsed, 1),
+        "worker_cpu_ms_per_email": round(worker_cpu / max(sent, 1) * 1000, 3),
         "statuses": statuses,
     }
 
@@ -130,11 +145,13 @@ Email.objects.bulk_create([Email(from_email='Bench <news@bench.test>', to=[f'r{i
 
 
 def run_post_office(count: int, processes: int) -> dict:
-    fresh_database("herald_bench_post_office")
+    # Its own tables: it may share the database of Herald's run, which is over by then.
+    database = database_name("herald_bench_post_office")
+    fresh_database(database)
     env = dict(
         os.environ,
         DJANGO_SETTINGS_MODULE="bench.post_office_settings",
-        DATABASE_URL=f"{PG}/herald_bench_post_office",
+        DATABASE_URL=f"{PG}/{database}",
         SINK_PORT=str(SINK_PORT),
         PYTHONPATH=str(ROOT),
     )

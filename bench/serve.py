@@ -22,6 +22,14 @@ PYTHON = sys.executable
 BIN = Path(PYTHON).parent
 PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
 REDIS = os.environ.get("BENCH_REDIS", "redis://127.0.0.1:6379")
+# The Redis databases of the cache and the broker, and the name given to a script's PostgreSQL database: set them
+# to run beside other benchmarks on the same servers.
+CACHE_DB = os.environ.get("BENCH_CACHE_DB", "14")
+BROKER_DB = os.environ.get("BENCH_BROKER_DB", "15")
+
+
+def database_name(default: str) -> str:
+    return os.environ.get("BENCH_DATABASE", default)
 
 
 def bench_env(database: str, **extra: str) -> dict[str, str]:
@@ -29,8 +37,8 @@ def bench_env(database: str, **extra: str) -> dict[str, str]:
     env.update(
         DJANGO_SETTINGS_MODULE="config.settings.base",
         DATABASE_URL=f"{PG}/{database}",
-        CACHE_URL=f"{REDIS}/14",
-        CELERY_BROKER_URL=f"{REDIS}/15",
+        CACHE_URL=f"{REDIS}/{CACHE_DB}",
+        CELERY_BROKER_URL=f"{REDIS}/{BROKER_DB}",
         DEBUG="false",
         LOG_LEVEL="WARNING",
         SECRET_KEY="bench-secret-key-not-for-production-0123456789",

@@ -5,7 +5,7 @@ from django.contrib import admin, messages
 from django.utils.html import format_html
 
 from campaigns.models import Campaign
-from campaigns.sending import campaign_cancel, campaign_send
+from campaigns.sending import campaign_cancel, campaign_fan_out_resume, campaign_send
 from campaigns.services import campaign_duplicate
 from campaigns.stats import campaign_stats_rebuild
 from core.errors import ServiceError
@@ -19,20 +19,28 @@ _PREVIEW_LINKS = dict.fromkeys(("unsubscribeUrl", "subscribeUrl", "manageUrl"), 
 class CampaignAdmin(admin.ModelAdmin):
     list_display = [
         "name", "project", "status", "audience", "total_recipients", "sent_count", "opened_count", "clicked_count",
-        "bounced_count", "scheduled_for", "sent_at",
+        "bounced_count", "scheduled_for", "sent_at", "fan_out",
     ]  # fmt: skip
     list_filter = ["status", "audience_type", "type"]
     search_fields = ["name", "subject", "from_email", "=id"]
-    list_select_related = ["project", "segment"]
+    list_select_related = ["project", "segment", "job"]
     raw_id_fields = ["project", "segment"]
     readonly_fields = [
         "id", "project", "status", "scheduled_for", "sent_at", "total_recipients", "sent_count", "delivered_count",
-        "opened_count", "clicked_count", "bounced_count", "complained_count", "unsubscribed_count", "preview",
-        "created_at", "updated_at",
+        "opened_count", "clicked_count", "bounced_count", "complained_count", "unsubscribed_count", "fan_out",
+        "preview", "created_at", "updated_at",
     ]  # fmt: skip
     exclude = ["body"]
     ordering = ["-created_at"]
-    actions = ["send_now", "cancel", "duplicate", "recount"]
+    actions = ["send_now", "cancel", "resume_fan_out", "duplicate", "recount"]
+
+    @admin.display(description="fan-out")
+    def fan_out(self, campaign: Campaign) -> str:
+        # A failed fan-out keeps its campaign SENDING: this is where the operator sees why (then resumes or cancels).
+        job = campaign.job
+        if job is None:
+            return "-"
+        return f"{job.status}: {job.error}" if job.status == "FAILED" else f"{job.status} ({job.progress} %)"
 
     @admin.display(description="audience")
     def audience(self, campaign: Campaign) -> str:
@@ -80,6 +88,10 @@ class CampaignAdmin(admin.ModelAdmin):
     @admin.action(description="Cancel (scheduled or sending)")
     def cancel(self, request, queryset):
         self._each(request, queryset, campaign_cancel, "Cancelled")
+
+    @admin.action(description="Resume a failed fan-out")
+    def resume_fan_out(self, request, queryset):
+        self._each(request, queryset, campaign_fan_out_resume, "Resumed the fan-out of")
 
     @admin.action(description="Recount the figures from the emails")
     def recount(self, request, queryset):

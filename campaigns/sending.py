@@ -11,9 +11,11 @@
    the last email as the job's checkpoint. A worker that dies loses at most its uncommitted batch, and the next
    resumes after the checkpoint; the unique (campaign, contact) constraint makes a batch done twice harmless.
    Only one batch of contacts is in memory at a time.
-5. `campaign_finish` moves SENDING to SENT once the fan-out job has finished (a fan-out that failed for good ends
-   the campaign with the emails it made, the error on its job) and none of the campaign's emails is QUEUED or
-   SENDING; the fan-out calls it when it ends and `campaigns_finish_sending` (every minute) afterwards.
+5. `campaign_finish` moves SENDING to SENT once the fan-out job has completed and none of the campaign's emails is
+   QUEUED or SENDING; the fan-out calls it when it ends and `campaigns_finish_sending` (every minute) afterwards.
+6. A fan-out that failed for good leaves the campaign SENDING, never SENT: part of its audience has no email. Its
+   job carries the error; the operator resumes it (`campaign_fan_out_resume`, a new job from the failed one's
+   checkpoint) or cancels the campaign.
 """
 
 import logging
@@ -207,8 +209,8 @@ def campaign_finish(*, campaign_id) -> bool:
             .filter(pk=campaign_id, status=CampaignStatus.SENDING)
             .first()
         )
-        # A fan-out that failed for good (its error is on the job) ends the campaign with the emails it made.
-        if campaign is None or (campaign.job is not None and campaign.job.finished_at is None):
+        # A fan-out still at work, or one that failed for good: the audience is not covered, so not SENT.
+        if campaign is None or (campaign.job is not None and campaign.job.status != Job.Status.COMPLETED):
             return False
         if Email.objects.filter(campaign_id=campaign.id, status__in=_UNFINISHED).exists():
             return False
@@ -216,6 +218,28 @@ def campaign_finish(*, campaign_id) -> bool:
         campaign.save(update_fields=["status", "updated_at"])
     logger.info("Campaign %s sent", campaign_id)
     return True
+
+
+@transaction.atomic
+def campaign_fan_out_resume(*, campaign: Campaign) -> Campaign:
+    """Start the fan-out of a SENDING campaign again where its failed job stopped (409 for any other campaign): a
+    new job with the failed one's checkpoint, published after the commit. Recipients the failed job queued are not
+    queued again (the checkpoint, and the unique (campaign, contact) constraint behind it)."""
+    campaign = Campaign.objects.select_for_update(of=("self",)).select_related("job", "project").get(pk=campaign.pk)
+    failed = campaign.job
+    if campaign.status != CampaignStatus.SENDING or failed is None or failed.status != Job.Status.FAILED:
+        raise Conflict(
+            "Only a SENDING campaign whose fan-out failed can be resumed",
+            code=ErrorCode.CONFLICT,
+            details={"status": campaign.status, "jobStatus": failed.status if failed else None},
+        )
+    job = job_create(project=campaign.project, type=JOB_TYPE, params=failed.params)
+    job.checkpoint = failed.checkpoint
+    job.save(update_fields=["checkpoint"])
+    campaign.job, campaign.updated_at = job, timezone.now()
+    campaign.save(update_fields=["job", "updated_at"])
+    after_commit(lambda: _publish(job.id), what=f"publish the fan-out job {job.id} (the stalled-jobs sweeper will)")
+    return campaign
 
 
 def campaigns_finish_sending() -> int:

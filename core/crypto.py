@@ -25,7 +25,7 @@ def _fernet(purpose: bytes, secret: str, fallbacks: tuple[str, ...]) -> MultiFer
     return MultiFernet([_fernet_for(purpose, secret), *(_fernet_for(purpose, old) for old in fallbacks)])
 
 
-def _secrets() -> tuple[str, tuple[str, ...]]:
+def current_secrets() -> tuple[str, tuple[str, ...]]:
     """The secret that encrypts new values, then every secret that may have encrypted an older one: a dedicated
     FIELD_ENCRYPTION_KEY (and its fallbacks) when set, so that rotating SECRET_KEY never touches stored secrets, then
     SECRET_KEY and its fallbacks (values stored before FIELD_ENCRYPTION_KEY was set)."""
@@ -36,11 +36,11 @@ def _secrets() -> tuple[str, tuple[str, ...]]:
 
 
 def encrypt(purpose: bytes, plaintext: bytes) -> str:
-    return _fernet(purpose, *_secrets()).encrypt(plaintext).decode("ascii")
+    return _fernet(purpose, *current_secrets()).encrypt(plaintext).decode("ascii")
 
 
 def decrypt(purpose: bytes, token: str) -> bytes:
-    return _decrypt(purpose, token, *_secrets())
+    return _decrypt(purpose, token, *current_secrets())
 
 
 @lru_cache(maxsize=256)

@@ -8,9 +8,15 @@ from django.utils import timezone
 
 from accounts.models import Job
 from campaigns.models import Campaign, CampaignStatus
-from campaigns.sending import campaign_fan_out, campaigns_finish_sending, campaigns_start_due
+from campaigns.sending import (
+    campaign_fan_out,
+    campaign_fan_out_resume,
+    campaigns_finish_sending,
+    campaigns_start_due,
+)
 from campaigns.tests.conftest import PRO
 from contacts.models import Contact
+from core.errors import Conflict
 from domains import authorized
 from domains.models import Domain
 from messaging.models import Email
@@ -222,3 +228,50 @@ def test_a_recipient_whose_data_passes_a_rendering_limit_fails_alone(send, creat
     failed = Email.objects.get(campaign_id=campaign["id"], to_email="ben@example.test")
     assert failed.status == Email.Status.FAILED
     assert failed.last_error == "Not rendered: body: Template loops past 10,000 iterations"
+
+
+def test_a_failed_fan_out_keeps_the_campaign_sending_until_it_is_resumed(
+    send, committed, create_campaign, many, smtp_sink, settings, monkeypatch, secret_client
+):
+    """A fan-out that fails for good after two batches leaves the campaign SENDING (not SENT: 17 of its 25 recipients
+    have no email), its job FAILED with the error; resumed, a new job queues exactly the rest and the campaign ends."""
+    from campaigns import sending
+
+    settings.CAMPAIGN_BATCH_SIZE = 4
+    queue_bulk, batches = sending.emails_queue_bulk, []
+
+    def third_batch_fails(**kwargs):
+        batches.append(1)
+        if len(batches) == 3:
+            raise RuntimeError("the database went away")
+        return queue_bulk(**kwargs)
+
+    monkeypatch.setattr(sending, "emails_queue_bulk", third_batch_fails)
+    campaign = create_campaign()
+    assert send(campaign["id"]).status_code == 200  # the eager fan-out's failure is logged after the commit
+    failed = Job.objects.get(pk=Campaign.objects.get(pk=campaign["id"]).job_id)
+    assert failed.status == Job.Status.FAILED and failed.error == "the database went away"
+    assert recipients(smtp_sink) == many[:8]  # every email it made is terminal...
+    assert campaigns_finish_sending() == 0  # ...and still the campaign is not SENT
+    assert secret_client.get(f"/campaigns/{campaign['id']}").json()["data"]["status"] == "SENDING"
+
+    monkeypatch.setattr(sending, "emails_queue_bulk", queue_bulk)
+    committed(lambda: sending.campaign_fan_out_resume(campaign=Campaign.objects.get(pk=campaign["id"])))
+    resumed = Campaign.objects.get(pk=campaign["id"]).job
+    assert resumed.pk != failed.pk and resumed.status == Job.Status.COMPLETED
+    assert recipients(smtp_sink) == many  # the rest, nobody twice
+    assert campaigns_finish_sending() == 1
+    data = secret_client.get(f"/campaigns/{campaign['id']}").json()["data"]
+    assert data["status"] == "SENT" and data["totalRecipients"] == 25
+
+
+@pytest.mark.parametrize("job_status", [None, Job.Status.PROCESSING, Job.Status.COMPLETED])
+def test_only_a_failed_fan_out_can_be_resumed(create_campaign, project, job_status):
+    campaign = Campaign.objects.get(pk=create_campaign()["id"])
+    if job_status is not None:
+        campaign.job = Job.objects.create(project=project.project, type="campaign_send", status=job_status)
+        campaign.status = CampaignStatus.SENDING
+        campaign.save()
+    with pytest.raises(Conflict):
+        campaign_fan_out_resume(campaign=campaign)
+    assert Job.objects.filter(type="campaign_send").count() == (job_status is not None)
