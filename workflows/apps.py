@@ -8,10 +8,14 @@ class WorkflowsConfig(AppConfig):
     def ready(self):
         # Templates, event names and contact fields report the workflows using them (and refuse to be deleted
         # while they do) through their apps' hooks, so that those apps never import this one.
+        from contacts.signals import events_recorded
         from contacts.usage import register_event_usage, register_field_usage
         from messaging.content.usage import register_template_usage
+        from workflows.receivers import on_events_recorded
         from workflows.selectors import steps_using_template, workflows_using_event, workflows_using_field
 
         register_template_usage("workflowSteps", steps_using_template)
         register_event_usage("workflows", workflows_using_event)
         register_field_usage("workflows", workflows_using_field)
+        # Events start workflows and resume waiting executions (docs/workflows.md "Triggers").
+        events_recorded.connect(on_events_recorded, dispatch_uid="workflows.on_events_recorded")
