@@ -19,3 +19,15 @@ class WorkflowsConfig(AppConfig):
         register_field_usage("workflows", workflows_using_field)
         # Events start workflows and resume waiting executions (docs/workflows.md "Triggers").
         events_recorded.connect(on_events_recorded, dispatch_uid="workflows.on_events_recorded")
+
+        from messaging.insights.registry import (
+            register_activity_counter,
+            register_activity_source,
+            register_upcoming_provider,
+        )
+        from workflows.activity import SOURCES, workflows_started_count, workflows_upcoming
+
+        for source in SOURCES:
+            register_activity_source(source)
+        register_upcoming_provider("workflows", workflows_upcoming)
+        register_activity_counter("totalWorkflowsStarted", workflows_started_count)

@@ -229,6 +229,13 @@ class WorkflowExecution(models.Model):
                 fields=["contact"], condition=Q(status=ExecutionStatus.WAITING), name="execution_waiting_contact"
             ),
             models.Index(fields=["project", "created_at"], name="execution_project_created"),
+            # The activity feed's workflow.started and workflow.completed items, newest first (workflows/activity.py).
+            models.Index(fields=["project", "started_at", "id"], name="execution_project_started"),
+            models.Index(
+                fields=["project", "completed_at", "id"],
+                condition=Q(status__in=(ExecutionStatus.COMPLETED, ExecutionStatus.EXITED)),
+                name="execution_project_finished",
+            ),
         ]
 
     def __str__(self) -> str:
