@@ -18,7 +18,6 @@ task counts as lost. It lives in the database, so restarting the broker or every
 """
 
 import logging
-import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -130,10 +129,10 @@ def execution_advance(*, execution_id) -> int:
     """Run the execution's steps until it pauses, finishes, or is not ours to run; returns how many steps ran.
     Without cycles (docs/workflows.md) every step is reached once, so this ends."""
     ran = 0
-    while (claim := _claim(execution_id)) is not None:
+    claim = _claim(execution_id)
+    while claim is not None:
         ran += 1
-        if not _record(claim, _run(claim)):
-            break
+        claim = _record(claim, _run(claim))
     return ran
 
 
@@ -142,11 +141,14 @@ def _claim(execution_id) -> Claim | None:
     now = timezone.now()
     with transaction.atomic():
         execution = (
-            WorkflowExecution.objects.select_for_update().filter(id=execution_id, status__in=ACTIVE_STATUSES).first()
+            WorkflowExecution.objects.select_for_update(of=("self",))
+            .select_related("project")
+            .filter(id=execution_id, status__in=ACTIVE_STATUSES)
+            .first()
         )
         if execution is None:
             return None
-        step = WorkflowStep.objects.filter(id=execution.current_step_id).first()
+        step = WorkflowStep.objects.select_related("template").filter(id=execution.current_step_id).first()
         if step is None:  # the API deletes no step an active execution is on; an operator's raw delete might
             _finish(execution, ExecutionStatus.FAILED, STEP_DELETED, now)
             return None
@@ -226,8 +228,9 @@ def _service_error_text(refused: ServiceError) -> str:
     return refused.message
 
 
-def _record(claim: Claim, outcome: Outcome) -> bool:
-    """Record the outcome (module docstring, step 3); True when the next step is ready to be claimed now."""
+def _record(claim: Claim, outcome: Outcome) -> Claim | None:
+    """Record the outcome (module docstring, step 3). When the execution goes on, the next step is claimed in the
+    same transaction (its step execution written RUNNING) and returned, to be run at once."""
     now = timezone.now()
     with transaction.atomic():
         execution = WorkflowExecution.objects.select_for_update().filter(id=claim.execution.id).first()
@@ -242,32 +245,38 @@ def _record(claim: Claim, outcome: Outcome) -> bool:
             id=claim.step_execution.id, status=StepExecutionStatus.RUNNING
         )
         if not step_executions.update(**fields):
-            return False  # recorded by a worker that re-ran it after this one's lease ran out
+            return None  # recorded by a worker that re-ran it after this one's lease ran out
         if execution is None or execution.status != ExecutionStatus.RUNNING:
-            return False  # cancelled while the step ran: the step's result stands, nothing follows
+            return None  # cancelled while the step ran: the step's result stands, nothing follows
+        execution.project = claim.execution.project
         if outcome.context:
             execution.context = {**execution.context, **outcome.context}
         if outcome.pause:
             execution.status, execution.resume_at, execution.updated_at = ExecutionStatus.WAITING, outcome.until, now
             execution.save(update_fields=["status", "resume_at", "context", "updated_at"])
             _publish_at(execution.id, outcome.until, now)
-            return False
+            return None
         if outcome.error:
             _finish(execution, ExecutionStatus.FAILED, outcome.error[:10000], now)
-            return False
+            return None
         if outcome.exit_reason is not None:
             _finish(execution, ExecutionStatus.EXITED, outcome.exit_reason, now)
-            return False
-        next_step_id = next_step(step_id=claim.step.id, label=outcome.follow)
-        if next_step_id is None:
+            return None
+        step = next_step(step_id=claim.step.id, label=outcome.follow)
+        if step is None:
             _finish(execution, ExecutionStatus.COMPLETED, "", now)
-            return False
-        execution.current_step_id, execution.resume_at, execution.updated_at = next_step_id, _lease(now), now
+            return None
+        # Without cycles the next step has no step execution yet: written here, under the row lock, it is claimed.
+        step_execution = WorkflowStepExecution(
+            execution=execution, step=step, status=StepExecutionStatus.RUNNING, started_at=now, created_at=now
+        )
+        step_execution.save(force_insert=True)
+        execution.current_step, execution.resume_at, execution.updated_at = step, _lease(now), now
         execution.save(update_fields=["current_step", "resume_at", "context", "updated_at"])
-    return True
+    return Claim(execution, step, step_execution, None, now)
 
 
-def next_step(*, step_id, label: str) -> uuid.UUID | None:
+def next_step(*, step_id, label: str) -> WorkflowStep | None:
     """The step the transition out of `step_id` with `label` leads to (a branch or an outcome, "" for none)."""
     transitions = WorkflowTransition.objects.filter(from_step_id=step_id)
     if label in ("yes", "no"):
@@ -276,7 +285,8 @@ def next_step(*, step_id, label: str) -> uuid.UUID | None:
         transitions = transitions.filter(wait_outcome=label)
     else:
         transitions = transitions.filter(branch="", wait_outcome="")
-    return transitions.values_list("to_step_id", flat=True).first()
+    transition = transitions.select_related("to_step__template").first()
+    return transition.to_step if transition else None
 
 
 def _finish(execution: WorkflowExecution, status: str, reason: str, now) -> None:

@@ -56,7 +56,8 @@ def _send_email(claim: Claim) -> Outcome:
     after queueing), it finds its email and queues nothing more. To an unsubscribed contact a MARKETING or
     HEADLESS template is stored SUPPRESSED and the execution goes on."""
     email_id = claim.step_execution.id
-    existing = Email.objects.filter(id=email_id).values("to_email", "status").first()
+    # A first run has a new step execution, so no email can have its id yet; only a run again looks.
+    existing = None if claim.resume is None else Email.objects.filter(id=email_id).values("to_email", "status").first()
     if existing is None:
         template = claim.step.template
         contact = _contact(claim)
