@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, InterfaceError, OperationalError, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -33,6 +33,7 @@ from workflows.models import (
     ACTIVE_STATUSES,
     ExecutionStatus,
     StepExecutionStatus,
+    StepType,
     WorkflowExecution,
     WorkflowStep,
     WorkflowStepExecution,
@@ -141,30 +142,33 @@ def _claim(execution_id) -> Claim | None:
     now = timezone.now()
     with transaction.atomic():
         execution = (
-            WorkflowExecution.objects.select_for_update(of=("self",))
-            .select_related("project")
+            _locked()
+            .select_related("project", "current_step__template")
             .filter(id=execution_id, status__in=ACTIVE_STATUSES)
             .first()
         )
         if execution is None:
             return None
-        step = WorkflowStep.objects.select_related("template").filter(id=execution.current_step_id).first()
+        step = execution.current_step
         if step is None:  # the API deletes no step an active execution is on; an operator's raw delete might
             _finish(execution, ExecutionStatus.FAILED, STEP_DELETED, now)
             return None
-        step_execution = WorkflowStepExecution.objects.filter(
-            execution_id=execution.id, step_id=execution.current_step_id
-        ).first()
+        step_execution = WorkflowStepExecution.objects.filter(execution_id=execution.id, step_id=step.id).first()
         resume = None
         if step_execution is None:
+            if step.type == StepType.TRIGGER:
+                # The trigger does nothing but start: recorded done here, and the first step claimed with it.
+                step_execution = WorkflowStepExecution(
+                    execution=execution, step=step, status=StepExecutionStatus.COMPLETED, started_at=now,
+                    completed_at=now, created_at=now,
+                )  # fmt: skip
+                if not _insert(step_execution):
+                    return None
+                return _claim_next(execution, step, "", now)
             step_execution = WorkflowStepExecution(
-                execution=execution, step_id=execution.current_step_id, status=StepExecutionStatus.RUNNING,
-                started_at=now, created_at=now,
-            )  # fmt: skip
-            try:
-                with transaction.atomic():
-                    step_execution.save(force_insert=True)
-            except IntegrityError:  # another claim wrote it first (SQLite takes no row lock)
+                execution=execution, step=step, status=StepExecutionStatus.RUNNING, started_at=now, created_at=now
+            )
+            if not _insert(step_execution):
                 return None
         else:
             resume = _resume_reason(execution, step_execution, now)
@@ -180,6 +184,44 @@ def _claim(execution_id) -> Claim | None:
         execution.status, execution.resume_at, execution.updated_at = ExecutionStatus.RUNNING, _lease(now), now
         execution.save(update_fields=["status", "resume_at", "updated_at"])
     return Claim(execution, step, step_execution, resume, now)
+
+
+def _locked():
+    """Executions under their row lock (PostgreSQL), with the contact as it is now: a step reads it (SEND_EMAIL
+    renders with it, UPDATE_CONTACT writes it). Only the execution's row is locked, not those it joins."""
+    return WorkflowExecution.objects.select_for_update(of=("self",)).select_related("contact")
+
+
+def _insert(step_execution: WorkflowStepExecution) -> bool:
+    """Write a new step execution of the locked execution. On PostgreSQL the row lock already excludes a second
+    writer; SQLite takes no row lock, so there the unique (execution, step) settles it, in a savepoint."""
+    if connection.vendor == "postgresql":
+        step_execution.save(force_insert=True)
+        return True
+    try:
+        with transaction.atomic():
+            step_execution.save(force_insert=True)
+    except IntegrityError:
+        return False
+    return True
+
+
+def _claim_next(execution: WorkflowExecution, step: WorkflowStep, label: str, now) -> "Claim | None":
+    """Inside the locked transaction that finished `step`: claim the step its `label` transition leads to (its
+    step execution written RUNNING, the execution RUNNING on it under a new lease), or complete the execution when
+    there is none. Without cycles the next step has no step execution yet."""
+    following = next_step(step_id=step.id, label=label)
+    if following is None:
+        _finish(execution, ExecutionStatus.COMPLETED, "", now)
+        return None
+    step_execution = WorkflowStepExecution(
+        execution=execution, step=following, status=StepExecutionStatus.RUNNING, started_at=now, created_at=now
+    )
+    step_execution.save(force_insert=True)
+    execution.status, execution.current_step = ExecutionStatus.RUNNING, following
+    execution.resume_at, execution.updated_at = _lease(now), now
+    execution.save(update_fields=["status", "current_step", "resume_at", "context", "updated_at"])
+    return Claim(execution, following, step_execution, None, now)
 
 
 def _resume_reason(execution: WorkflowExecution, step_execution: WorkflowStepExecution, now) -> str | None:
@@ -233,7 +275,7 @@ def _record(claim: Claim, outcome: Outcome) -> Claim | None:
     same transaction (its step execution written RUNNING) and returned, to be run at once."""
     now = timezone.now()
     with transaction.atomic():
-        execution = WorkflowExecution.objects.select_for_update().filter(id=claim.execution.id).first()
+        execution = _locked().filter(id=claim.execution.id).first()
         fields: dict = {"output": outcome.output}
         if outcome.pause:
             fields.update(status=outcome.pause, scheduled_for=outcome.until)
@@ -262,18 +304,7 @@ def _record(claim: Claim, outcome: Outcome) -> Claim | None:
         if outcome.exit_reason is not None:
             _finish(execution, ExecutionStatus.EXITED, outcome.exit_reason, now)
             return None
-        step = next_step(step_id=claim.step.id, label=outcome.follow)
-        if step is None:
-            _finish(execution, ExecutionStatus.COMPLETED, "", now)
-            return None
-        # Without cycles the next step has no step execution yet: written here, under the row lock, it is claimed.
-        step_execution = WorkflowStepExecution(
-            execution=execution, step=step, status=StepExecutionStatus.RUNNING, started_at=now, created_at=now
-        )
-        step_execution.save(force_insert=True)
-        execution.current_step, execution.resume_at, execution.updated_at = step, _lease(now), now
-        execution.save(update_fields=["current_step", "resume_at", "context", "updated_at"])
-    return Claim(execution, step, step_execution, None, now)
+        return _claim_next(execution, claim.step, outcome.follow, now)
 
 
 def next_step(*, step_id, label: str) -> WorkflowStep | None:

@@ -29,7 +29,8 @@ def step_run(claim: Claim) -> Outcome:
 
 
 def _contact(claim: Claim) -> Contact:
-    return Contact.objects.get(id=claim.execution.contact_id)
+    # Read with the execution's row lock, after the last step (`workflows.engine._locked`).
+    return claim.execution.contact
 
 
 def _variables(contact: Contact, context: dict) -> dict:
