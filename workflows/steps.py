@@ -13,8 +13,7 @@ from contacts.services import contact_subscription_set, contact_update
 from core.time import iso
 from messaging.content import rendering
 from messaging.models import Email
-from messaging.sending.parse import Address
-from messaging.sending.services import SendContent, emails_queue
+from messaging.sending.services import Address, SendContent, emails_queue
 from segments.conditions import condition_matches
 from workflows.configs import CONTEXT_PREFIX, DELAY_UNITS, webhook_url_problem
 from workflows.engine import Claim, Outcome
