@@ -214,6 +214,9 @@ def _claim_next(execution: WorkflowExecution, step: WorkflowStep, label: str, no
     if following is None:
         _finish(execution, ExecutionStatus.COMPLETED, "", now)
         return None
+    # Step executions are listed in creation order: the next one is written strictly after the one it follows,
+    # which the TRIGGER's claim wrote at `now`.
+    now = max(timezone.now(), now + timedelta(microseconds=1))
     step_execution = WorkflowStepExecution(
         execution=execution, step=following, status=StepExecutionStatus.RUNNING, started_at=now, created_at=now
     )
