@@ -59,6 +59,15 @@ BEAT_SCHEDULE = {
         "schedule": timedelta(minutes=1),
         "options": {"expires": 50},
     },
+    # Workflows: executions whose DELAY, timeout or webhook retry came, whose worker died mid-step (lease over) or
+    # whose task the broker lost are published again; the resume times live in the database, so this alone resumes
+    # every waiting execution after a broker or worker restart (ETA tasks only make it prompter). Every 15 s: a
+    # DELAY ends at most that late when its ETA task is lost.
+    "sweep-workflow-executions": {
+        "task": "workflows.tasks.sweep_executions_task",
+        "schedule": timedelta(seconds=15),
+        "options": {"expires": 14},
+    },
     # Retention (config/retention.py): rendered bodies, provider webhook receipts, expired idempotency keys,
     # finished jobs and their uploads, and (when turned on) old events and email rows. Every rule works in short
     # batches, at most RETENTION_MAX_BATCHES per rule and run, so a run never holds locks for long; a backlog (first

@@ -190,7 +190,9 @@ class WorkflowExecution(models.Model):
     )
     exit_reason = models.TextField(blank=True)
     context = models.JSONField(default=dict, blank=True)
-    # While WAITING in a DELAY or a WAIT_FOR_EVENT timeout: when to go on. The engine's periodic task reads it.
+    # When the engine's sweep should next look at the execution: while WAITING, the end of its DELAY, timeout or
+    # webhook retry wait (none: it waits for an event); while RUNNING, the end of its step's lease or of the grace
+    # given its task to arrive.
     resume_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(default=timezone.now)
     completed_at = models.DateTimeField(null=True, blank=True)
@@ -215,17 +217,25 @@ class WorkflowExecution(models.Model):
             # The list of a workflow's executions, newest first, with or without a status filter.
             models.Index(fields=["workflow", "created_at", "id"], name="execution_workflow_created"),
             models.Index(fields=["workflow", "status", "created_at"], name="execution_workflow_status"),
-            # Due resumes, across projects: the periodic task's claim.
+            # What the engine's sweep takes, across projects: pauses that are over, leases that ran out, tasks
+            # that never came (docs/workflows.md "The engine").
             models.Index(
                 fields=["resume_at"],
-                condition=Q(status=ExecutionStatus.WAITING, resume_at__isnull=False),
-                name="execution_waiting_resume",
+                condition=Q(status__in=ACTIVE_STATUSES, resume_at__isnull=False),
+                name="execution_active_resume",
             ),
             # A contact's event resumes the executions waiting for it.
             models.Index(
                 fields=["contact"], condition=Q(status=ExecutionStatus.WAITING), name="execution_waiting_contact"
             ),
             models.Index(fields=["project", "created_at"], name="execution_project_created"),
+            # The activity feed's workflow.started and workflow.completed items, newest first (workflows/activity.py).
+            models.Index(fields=["project", "started_at", "id"], name="execution_project_started"),
+            models.Index(
+                fields=["project", "completed_at", "id"],
+                condition=Q(status__in=(ExecutionStatus.COMPLETED, ExecutionStatus.EXITED)),
+                name="execution_project_finished",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -1,5 +1,6 @@
 """Writes of workflows: the workflow, its graph (steps and transitions, with the graph rules), and executions as far
-as the API starts and cancels them. Running the steps is the engine's (not built yet, docs/workflows.md)."""
+as the API starts and cancels them. Running the steps is the engine's (`workflows.engine`, docs/workflows.md); every
+change of a workflow or its steps marks the project's triggers changed (`workflows.triggers`)."""
 
 from django.db import IntegrityError, transaction
 from django.db.models import Max
@@ -11,6 +12,7 @@ from core.errors import Conflict, ErrorCode, ServiceError, ValidationFailed
 from domains.services import sender_domain_for
 from workflows import graph
 from workflows.configs import step_config_clean
+from workflows.engine import executions_publish_after_commit, publish_grace
 from workflows.models import (
     ACTIVE_STATUSES,
     UNFINISHED_STEP_STATUSES,
@@ -25,6 +27,7 @@ from workflows.models import (
     WorkflowStepExecution,
     WorkflowTransition,
 )
+from workflows.triggers import triggers_changed
 
 UNSET = object()
 LOOP_MESSAGE = "This connection would create a loop in the workflow"
@@ -96,6 +99,7 @@ def workflow_update(
     workflow.full_clean()
     workflow.updated_at = timezone.now()
     workflow.save(update_fields=[*changed, "updated_at"])
+    triggers_changed(project_id=workflow.project_id)
     if "event_name" in changed:
         workflow.steps.filter(type=StepType.TRIGGER).update(
             name=_trigger_name(workflow.event_name),
@@ -132,6 +136,7 @@ def workflow_delete(*, workflow: Workflow) -> None:
             details={"activeExecutions": active},
         )
     workflow.delete()
+    triggers_changed(project_id=workflow.project_id)
 
 
 # Steps ------------------------------------------------------------------------------------------------------------
@@ -181,8 +186,11 @@ def _lock_graph(workflow: Workflow) -> None:
 
 
 def _touch(workflow: Workflow) -> None:
+    """Every graph edit ends here: the workflow's `updatedAt`, and the project's triggers and waited-for events
+    (a WAIT_FOR_EVENT step may have come, gone or changed) marked changed."""
     workflow.updated_at = timezone.now()
     workflow.save(update_fields=["updated_at"])
+    triggers_changed(project_id=workflow.project_id)
 
 
 @transaction.atomic
@@ -335,9 +343,9 @@ def transition_delete(*, transition: WorkflowTransition) -> None:
 
 
 def execution_start(*, workflow: Workflow, contact: Contact, context: dict | None = None) -> WorkflowExecution:
-    """Start a RUNNING execution at the TRIGGER for `contact` (the engine runs it). Refused when the workflow is
-    disabled (409 WORKFLOW_DISABLED) and by the re-entry rules, which the database enforces: without re-entry a
-    contact enters once ever, with it one RUNNING or WAITING execution at a time (409 CONFLICT)."""
+    """Start a RUNNING execution at the TRIGGER for `contact`, handed to the engine after the commit. Refused when
+    the workflow is disabled (409 WORKFLOW_DISABLED) and by the re-entry rules, which the database enforces: without
+    re-entry a contact enters once ever, with it one RUNNING or WAITING execution at a time (409 CONFLICT)."""
     if not workflow.enabled:
         raise Conflict(
             "The workflow is disabled: enable it before starting executions", code=ErrorCode.WORKFLOW_DISABLED
@@ -354,6 +362,7 @@ def execution_start(*, workflow: Workflow, contact: Contact, context: dict | Non
         entry=entry,
         current_step=trigger,
         context=context or {},
+        resume_at=publish_grace(timezone.now()),
     )
     try:
         with transaction.atomic():
@@ -364,6 +373,7 @@ def execution_start(*, workflow: Workflow, contact: Contact, context: dict | Non
         else:
             message = "The contact has already entered this workflow, which does not allow re-entry"
         raise Conflict(message, details={"contactId": str(contact.id)}) from None
+    executions_publish_after_commit([execution.id])
     return execution
 
 

@@ -515,6 +515,22 @@ REPUTATION_AUTO_DISABLE = env.bool("REPUTATION_AUTO_DISABLE", default=True)
 WEBHOOK_ALLOWED_NETWORKS = env.list("WEBHOOK_ALLOWED_NETWORKS", default=[])
 # Seconds one call has, redirects and reading the answer included; running out is a timeout, tried again.
 WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)
+# The engine (docs/workflows.md "The engine"). A step claimed by a worker is that worker's for this many seconds; past
+# it, the worker is taken for dead and the periodic sweep runs the step again. Longer than any step takes (a webhook
+# call is at most about twice WEBHOOK_TIMEOUT_SECONDS; its retries wait as resume times, not in the worker).
+WORKFLOW_STEP_LEASE_SECONDS = env.float("WORKFLOW_STEP_LEASE_SECONDS", default=300)
+# An execution handed to the broker whose task has not come this many seconds later lost it (broker down, process
+# killed): the sweep publishes it again. A duplicate task finds nothing to claim.
+WORKFLOW_PUBLISH_GRACE_SECONDS = env.float("WORKFLOW_PUBLISH_GRACE_SECONDS", default=60)
+# How long a process trusts its copy of a project's triggers before asking the cache whether they changed (a change
+# is seen at once by the process that made it, by the others within this many seconds).
+WORKFLOW_TRIGGER_CACHE_SECONDS = env.float("WORKFLOW_TRIGGER_CACHE_SECONDS", default=1.0)
+# A DELAY or timeout ending within this many seconds also gets a broker task due at that moment (promptness); later
+# ones are left to the periodic sweep alone (every 15 s), so the broker never holds long countdowns.
+WORKFLOW_ETA_MAX_SECONDS = env.int("WORKFLOW_ETA_MAX_SECONDS", default=900)
+# Executions per engine task, and how many due ones one sweep takes at most.
+WORKFLOW_TASK_BATCH = env.int("WORKFLOW_TASK_BATCH", default=50)
+WORKFLOW_SWEEP_LIMIT = env.int("WORKFLOW_SWEEP_LIMIT", default=20000)
 
 # Billing (docs/billing.md) ----------------------------------------------------------------------------------------
 # The payment provider: checkout, billing portal and invoices are on when both the secret key and the price of the

@@ -135,11 +135,13 @@ def _email_row(
     bundle: AttachmentBundle | None,
     now,
     fail_refused: bool = False,
+    email_id: uuid.UUID | None = None,
 ) -> Email:
     """One recipient's email row: rendered with its variables and its own signed links. Content that this
     recipient's data pushes past a rendering limit is refused (422), or with `fail_refused` gives a FAILED row
-    saying why (a campaign's batch goes on without that recipient's mail)."""
-    email_id = uuid.uuid4()
+    saying why (a campaign's batch goes on without that recipient's mail). `email_id` is the caller's key for the
+    row (a workflow step's), so that running the same send twice cannot store two."""
+    email_id = email_id or uuid.uuid4()
     links = system_links(contact_id=contact.id, email_id=email_id) if contact else dict.fromkeys(PAGES, "#")
     scope = rendering.template_scope(
         contact_id=str(contact.id) if contact else "",
@@ -208,6 +210,13 @@ def _recipient_data(data: dict | None, recipient: Address) -> dict:
     return recipient_data
 
 
+def _opted_out(email: Email, contact: Contact, content: SendContent) -> None:
+    """For a caller that stores rather than refuses (a workflow step goes on): a marketing or headless email to an
+    unsubscribed contact is kept SUPPRESSED and never delivered."""
+    if content.type in OPT_OUT_TYPES and not contact.subscribed and email.status == Email.Status.QUEUED:
+        email.status, email.last_error = Email.Status.SUPPRESSED, "The contact has unsubscribed"
+
+
 def _queue_single(
     *,
     project: Project,
@@ -216,6 +225,8 @@ def _queue_single(
     data: dict | None,
     domain_name: str,
     allowance: usage.Allowance | None,
+    email_id: uuid.UUID | None,
+    store_opted_out: bool,
 ) -> Queued | None:
     """One recipient without attachments or a subscription change, in two statements and no transaction: read the
     contact, render, then write contact, email and the usage count together if the contact is still as read. None,
@@ -235,7 +246,10 @@ def _queue_single(
         variables={**contact.data, **pending.variables},
         bundle=None,
         now=timezone.now(),
+        email_id=email_id,
     )
+    if store_opted_out:
+        _opted_out(email, contact, content)
     counted = [usage.counter_statement(allowance, 1, after="result")] if allowance else []
     if not contact_upsert_write(pending, dependent=[email], also=counted):
         return None
@@ -251,16 +265,23 @@ def emails_queue(
     content: SendContent,
     subscribed: bool | None = None,
     data: dict | None = None,
+    email_id: uuid.UUID | None = None,
+    store_opted_out: bool = False,
 ) -> list[Queued]:
     """Queue one email per recipient, in order; returns each recipient's contact and email row. Atomic: a request
     that fails writes nothing.
 
     Over the monthly cap of the source's billing category, nothing is written and 429 `BILLING_LIMIT_EXCEEDED` is
     raised; except for a workflow's email, which is stored FAILED `Billing limit exceeded` (not queued, not
-    counted) so that the execution can go on and show why."""
+    counted) so that the execution can go on and show why.
+
+    A workflow step passes `email_id` (one recipient: the row's id, its key against queueing twice) and
+    `store_opted_out`: a marketing or headless email to an unsubscribed contact is then stored SUPPRESSED instead
+    of refusing the request, and a suppressed address is left to delivery, which stores it SUPPRESSED."""
     domain = sender_domain_for(project=project, address=content.sender.email)
-    _check_opt_outs(project, recipients, content, subscribed)
-    recipients_check_suppressed(project=project, recipients=recipients, email_type=content.type)
+    if not store_opted_out:
+        _check_opt_outs(project, recipients, content, subscribed)
+        recipients_check_suppressed(project=project, recipients=recipients, email_type=content.type)
     allowance = _allowance(project, content.source)
     blocked = allowance is not None and allowance.exceeded_by(len(recipients))
     if blocked and content.source != Email.Source.WORKFLOW:
@@ -273,9 +294,12 @@ def emails_queue(
             data=data,
             domain_name=domain.name,
             allowance=allowance,
+            email_id=email_id,
+            store_opted_out=store_opted_out,
         )
         if single is not None:
-            enqueue_delivery([single.email.id])
+            if single.email.status == Email.Status.QUEUED:
+                enqueue_delivery([single.email.id])
             return [single]
     # A savepoint only when a caller's transaction is open (none in a request: the send view is not atomic): a
     # refused recipient (a rendering limit, the size cap) then rolls back this send alone, not the caller's work.
@@ -302,9 +326,12 @@ def emails_queue(
                 variables={**contact.data, **result.variables},
                 bundle=bundle,
                 now=now,
+                email_id=email_id,
             )
             if blocked:
                 email.status, email.last_error = Email.Status.FAILED, usage.BLOCKED_REASON
+            elif store_opted_out:
+                _opted_out(email, contact, content)
             queued.append(Queued(contact=contact, email=email))
         emails = [item.email for item in queued]
         insert_prepared(emails)
@@ -313,7 +340,7 @@ def emails_queue(
         if allowance is not None:
             usage.usage_add(allowance, len(emails))
             usage.usage_warn(allowance, len(emails), now=now)
-        enqueue_delivery([email.id for email in emails])
+        enqueue_delivery([email.id for email in emails if email.status == Email.Status.QUEUED])
     return queued
 
 

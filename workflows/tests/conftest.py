@@ -152,3 +152,28 @@ def live(api, template) -> dict:
     api.step(workflow, "SEND_EMAIL", {"templateId": str(template.id)}, name="Send welcome")
     api.enable(workflow)
     return workflow
+
+
+@pytest.fixture
+def committed(django_capture_on_commit_callbacks):
+    """Run `call()` and then what it queued for after its commit: the engine's tasks (eager Celery), the event hook,
+    the deliveries."""
+
+    def run(call):
+        with django_capture_on_commit_callbacks(execute=True):
+            return call()
+
+    return run
+
+
+@pytest.fixture
+def track(public_client, committed):
+    """POST /v1/track and run what it queued after its commit (the workflows it starts and resumes)."""
+
+    def post(email: str, event: str, data: dict | None = None):
+        body = {"email": email, "event": event, **({"data": data} if data is not None else {})}
+        response = committed(lambda: public_client.post("/v1/track", body, format="json"))
+        assert response.status_code == 200, response.content
+        return response.json()
+
+    return post

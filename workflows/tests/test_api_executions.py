@@ -1,4 +1,4 @@
-"""Executions as the API starts, lists, reads and cancels them (the engine that runs their steps comes later)."""
+"""Executions as the API starts, lists, reads and cancels them (what the engine then does: test_engine.py)."""
 
 import pytest
 

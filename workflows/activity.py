@@ -1,0 +1,103 @@
+"""What workflows add to messaging's insights (`messaging.insights.registry`): `workflow.started` and
+`workflow.completed` items in the activity feed (one of each per execution, from the execution's own row),
+executions waiting for a resume time in `/activity/upcoming`, and `totalWorkflowsStarted` in `/activity/stats`."""
+
+from datetime import datetime
+
+from django.db.models import QuerySet
+
+from accounts.models import Project
+from core.time import iso
+from messaging.insights.registry import ActivityFilters, ActivityItem, ActivitySource
+from workflows.models import ExecutionStatus, WorkflowExecution
+
+STARTED, COMPLETED = "workflow.started", "workflow.completed"
+# An execution that reached its end or an EXIT step finished as designed; FAILED and CANCELLED ones did not.
+FINISHED = (ExecutionStatus.COMPLETED, ExecutionStatus.EXITED)
+
+
+def _executions(project: Project, filters: ActivityFilters, kind: str, moment: str) -> QuerySet | None:
+    if (filters.types is not None and kind not in filters.types) or filters.email_id:
+        return None
+    executions = WorkflowExecution.objects.filter(project=project)
+    if kind == COMPLETED:
+        executions = executions.filter(status__in=FINISHED)
+    if filters.contact_id:
+        executions = executions.filter(contact_id=filters.contact_id)
+    if filters.start:
+        executions = executions.filter(**{f"{moment}__gte": filters.start})
+    if filters.end:
+        executions = executions.filter(**{f"{moment}__lte": filters.end})
+    return executions.select_related("workflow", "contact").only(
+        "id", "status", "started_at", "completed_at", "exit_reason", "workflow__name", "contact__email"
+    )
+
+
+def _item(kind: str, execution: WorkflowExecution) -> ActivityItem:
+    return ActivityItem(
+        id=execution.id,
+        type=kind,
+        timestamp=execution.started_at if kind == STARTED else execution.completed_at,
+        contact_id=execution.contact_id,
+        contact_email=execution.contact.email,
+        metadata={
+            "executionId": str(execution.id),
+            "workflowId": str(execution.workflow_id),
+            "workflowName": execution.workflow.name,
+            "status": execution.status,
+            **({"exitReason": execution.exit_reason} if kind == COMPLETED and execution.exit_reason else {}),
+        },
+    )
+
+
+def _present(kind: str):
+    def present(project: Project) -> list[str]:
+        executions = WorkflowExecution.objects.filter(project=project)
+        if kind == COMPLETED:
+            executions = executions.filter(status__in=FINISHED)
+        return [kind] if executions.exists() else []
+
+    return present
+
+
+SOURCES = [
+    ActivitySource(
+        name=f"workflows.{moment}",
+        types=(kind,),
+        queryset=lambda project, filters, kind=kind, moment=moment: _executions(project, filters, kind, moment),
+        timestamp_field=moment,
+        item=lambda execution, kind=kind: _item(kind, execution),
+        present_types=_present(kind),
+    )
+    for kind, moment in ((STARTED, "started_at"), (COMPLETED, "completed_at"))
+]
+
+
+def workflows_upcoming(*, project: Project, until: datetime, limit: int) -> list[ActivityItem]:
+    """Executions WAITING for a resume time (a DELAY, a WAIT_FOR_EVENT timeout, a webhook retry) due by `until`,
+    soonest first; one waiting for an event without a timeout has no time to show."""
+    waiting = WorkflowExecution.objects.filter(
+        project=project, status=ExecutionStatus.WAITING, resume_at__isnull=False, resume_at__lte=until
+    ).select_related("contact", "workflow")
+    return [
+        ActivityItem(
+            id=execution.id,
+            type=STARTED,
+            timestamp=execution.resume_at,
+            contact_id=execution.contact_id,
+            contact_email=execution.contact.email,
+            metadata={
+                "type": "workflow",
+                "id": str(execution.id),
+                "workflowId": str(execution.workflow_id),
+                "workflowName": execution.workflow.name,
+                "contactId": str(execution.contact_id),
+                "resumeAt": iso(execution.resume_at),
+            },
+        )
+        for execution in waiting.order_by("resume_at", "id")[:limit]
+    ]
+
+
+def workflows_started_count(*, project: Project, since: datetime) -> int:
+    return WorkflowExecution.objects.filter(project=project, started_at__gte=since).count()

@@ -1,0 +1,261 @@
+"""What each step type does when the engine runs it (`workflows.engine`), as an `Outcome`. A step may run again
+after a worker died mid-step, so each one's side effect is keyed or idempotent: SEND_EMAIL stores its email under
+the step execution's id, a WEBHOOK sends the same `webhook-id` on every attempt, UPDATE_CONTACT sets values."""
+
+import json
+from datetime import datetime, timedelta
+
+from django.utils import timezone
+
+from accounts.services import project_webhook_secret
+from contacts.models import Contact
+from contacts.services import contact_subscription_set, contact_update
+from core.time import iso
+from messaging.content import rendering
+from messaging.models import Email
+from messaging.sending.services import Address, SendContent, emails_queue
+from segments.conditions import condition_matches
+from workflows.configs import CONTEXT_PREFIX, DELAY_UNITS, webhook_url_problem
+from workflows.engine import Claim, Outcome
+from workflows.models import StepExecutionStatus, StepType, WaitOutcome
+from workflows.webhooks import WebhookResult, webhook_retry_delay, webhook_send
+
+EXIT_REASON = "Exited by an EXIT step"
+
+
+def step_run(claim: Claim) -> Outcome:
+    return _HANDLERS[claim.step.type](claim)
+
+
+def _contact(claim: Claim) -> Contact:
+    # Read with the execution's row lock, after the last step (`workflows.engine._locked`).
+    return claim.execution.contact
+
+
+def _variables(contact: Contact, context: dict) -> dict:
+    """The Liquid variables of a step: the contact's data, and the execution's context as `context` and `event`."""
+    return {**contact.data, "context": context, "event": context}
+
+
+# TRIGGER, EXIT -----------------------------------------------------------------------------------------------------
+
+
+def _trigger(claim: Claim) -> Outcome:
+    return Outcome()
+
+
+def _exit(claim: Claim) -> Outcome:
+    return Outcome(exit_reason=claim.step.config.get("reason") or EXIT_REASON)
+
+
+# SEND_EMAIL -------------------------------------------------------------------------------------------------------
+
+
+def _send_email(claim: Claim) -> Outcome:
+    """Queue the template through the one send path, keyed by the step execution's id: run twice (a worker died
+    after queueing), it finds its email and queues nothing more. To an unsubscribed contact a MARKETING or
+    HEADLESS template is stored SUPPRESSED and the execution goes on."""
+    email_id = claim.step_execution.id
+    # A first run has a new step execution, so no email can have its id yet; only a run again looks.
+    existing = None if claim.resume is None else Email.objects.filter(id=email_id).values("to_email", "status").first()
+    if existing is None:
+        template = claim.step.template
+        contact = _contact(claim)
+        recipient = claim.step.config.get("recipient") or {}
+        custom = recipient.get("type") == "CUSTOM"
+        context = claim.execution.context
+        # Values for this email only (the data rules' non-persistent form): rendered, never stored on a contact.
+        transient = {"context": context, "event": context}
+        if custom:
+            transient = {**contact.data, **transient}
+        content = SendContent(
+            subject=template.subject,
+            body=template.body,
+            sender=Address(email=template.from_email, name=template.from_name or claim.execution.project.name),
+            reply_to=template.reply_to,
+            type=template.type,
+            template=template,
+            source=Email.Source.WORKFLOW,
+            workflow_id=claim.execution.workflow_id,
+        )
+        [queued] = emails_queue(
+            project=claim.execution.project,
+            recipients=[Address(email=recipient["email"] if custom else contact.email)],
+            content=content,
+            data={key: {"value": value, "persistent": False} for key, value in transient.items()},
+            email_id=email_id,
+            store_opted_out=True,
+        )
+        existing = {"to_email": queued.email.to_email, "status": queued.email.status}
+    return Outcome(output={"emailId": str(email_id), "to": existing["to_email"], "status": existing["status"]})
+
+
+# DELAY, WAIT_FOR_EVENT --------------------------------------------------------------------------------------------
+
+
+def _delay(claim: Claim) -> Outcome:
+    # Not paused yet (a first run, or one whose worker died before it recorded the pause): pause now.
+    if claim.step_execution.scheduled_for is None:
+        config = claim.step.config
+        until = claim.now + timedelta(seconds=config["amount"] * DELAY_UNITS[config["unit"]])
+        return Outcome(pause=StepExecutionStatus.SCHEDULED, until=until)
+    return Outcome(output={"delayedUntil": iso(claim.step_execution.scheduled_for), "resumedAt": iso(claim.now)})
+
+
+def _wait_for_event(claim: Claim) -> Outcome:
+    """Wait for the event (`workflows.starts.executions_resume_for_events` hands it over as the step's output) or
+    the timeout, then take the transition of that outcome."""
+    if claim.resume == "event":
+        output = claim.step_execution.output
+        data = output.get("eventData")
+        return Outcome(output=output, follow=WaitOutcome.EVENT, context=data if isinstance(data, dict) else None)
+    due = claim.step_execution.scheduled_for
+    if claim.resume == "due" and due is not None and due <= claim.now:
+        return Outcome(output={"waitOutcome": WaitOutcome.TIMEOUT}, follow=WaitOutcome.TIMEOUT)
+    timeout = claim.step.config.get("timeout")
+    until = claim.now + timedelta(seconds=timeout) if timeout else None
+    return Outcome(pause=StepExecutionStatus.WAITING, until=until)
+
+
+# CONDITION --------------------------------------------------------------------------------------------------------
+
+
+def _condition(claim: Claim) -> Outcome:
+    """One filter of the segment condition language, by the segments app's evaluator; a `context.<path>` field is
+    the same filter on `data.<path>` of a contact whose data is the execution's context."""
+    filter_ = {
+        key: claim.step.config[key] for key in ("field", "operator", "value", "unit") if key in claim.step.config
+    }
+    contact = _contact(claim)
+    field = filter_.get("field", "")
+    if field.startswith(CONTEXT_PREFIX):
+        filter_["field"] = "data." + field.removeprefix(CONTEXT_PREFIX)
+        contact = Contact(
+            id=contact.id, project_id=contact.project_id, email=contact.email, subscribed=contact.subscribed,
+            data=claim.execution.context, created_at=contact.created_at, updated_at=contact.updated_at,
+        )  # fmt: skip
+    matched = condition_matches(
+        {"logic": "AND", "groups": [{"filters": [filter_]}]}, contact=contact, now=timezone.now()
+    )
+    branch = "yes" if matched else "no"
+    return Outcome(output={"result": matched, "branch": branch}, follow=branch)
+
+
+# WEBHOOK ----------------------------------------------------------------------------------------------------------
+
+
+def _render_json(value, scope: dict):
+    if isinstance(value, str):
+        return rendering.render(value, scope, html=False, lenient=True)
+    if isinstance(value, dict):
+        return {key: _render_json(item, scope) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_render_json(item, scope) for item in value]
+    return value
+
+
+def _webhook(claim: Claim) -> Outcome:
+    """One attempt of the call. A retryable failure pauses the step until the next attempt (`webhook_retry_delay`:
+    about 1, 5 and 25 s), counting attempts in the step's output meanwhile; the final answer is the output and the
+    execution goes on, whether the call succeeded or not."""
+    config, execution = claim.step.config, claim.execution
+    contact = _contact(claim)
+    scope = rendering.template_scope(
+        contact_id=str(contact.id),
+        email=contact.email,
+        subscribed=contact.subscribed,
+        data=_variables(contact, execution.context),
+        links={},
+    )
+    url = rendering.render(config["url"], scope, html=False, lenient=True).strip()
+    method = config.get("method", "POST")
+    headers = {
+        name: rendering.render(value, scope, html=False, lenient=True)
+        for name, value in config.get("headers", {}).items()
+    }
+    if "body" in config:
+        payload = _render_json(config["body"], scope)
+    elif method != "GET":
+        payload = {
+            "contact": {
+                "id": str(contact.id),
+                "email": contact.email,
+                "subscribed": contact.subscribed,
+                "data": contact.data,
+            },
+            "workflow": {"id": str(execution.workflow_id), "name": execution.workflow.name},
+            "execution": {"id": str(execution.id), "startedAt": iso(execution.started_at)},
+            "context": execution.context,
+        }
+    else:
+        payload = None
+    body = b"" if payload is None else json.dumps(payload, separators=(",", ":")).encode()
+    if payload is not None and not any(name.lower() == "content-type" for name in headers):
+        headers["Content-Type"] = "application/json"
+
+    problem = webhook_url_problem(url)
+    if problem:
+        result = WebhookResult(status_code=None, body="", error=f"refused: {problem}", retryable=False)
+    else:
+        result = webhook_send(
+            url=url,
+            method=method,
+            headers=headers,
+            body=body,
+            secret=project_webhook_secret(project=execution.project),
+            webhook_id=f"msg_{claim.step_execution.id.hex}",
+        )
+    progress = claim.step_execution.output if claim.resume in ("due", "rerun") else None
+    progress = progress if isinstance(progress, dict) and "attempts" in progress else {}
+    attempts = progress.get("attempts", 0) + 1
+    first = datetime.fromisoformat(progress["firstAttemptAt"]) if "firstAttemptAt" in progress else claim.now
+    delay = webhook_retry_delay(result=result, attempt=attempts, elapsed=(timezone.now() - first).total_seconds())
+    if delay is not None:
+        return Outcome(
+            output={"attempts": attempts, "firstAttemptAt": iso(first), "lastError": result.error},
+            pause=StepExecutionStatus.SCHEDULED,
+            until=timezone.now() + timedelta(seconds=delay),
+        )
+    output = {
+        "url": url,
+        "method": method,
+        "statusCode": result.status_code,
+        "success": result.success,
+        "response": result.body,
+        "attempts": attempts,
+    }
+    if result.error:
+        output["error"] = result.error
+    return Outcome(output=output)
+
+
+# UPDATE_CONTACT ---------------------------------------------------------------------------------------------------
+
+
+def _update_contact(claim: Claim) -> Outcome:
+    """Through the contacts app's own writes: the data rules for `updates`, the subscription service for the
+    action (which records `contact.subscribed` / `contact.unsubscribed`). Setting values is idempotent."""
+    config = claim.step.config
+    contact = _contact(claim)
+    contact.project = claim.execution.project
+    updates = config.get("updates")
+    if updates:
+        contact_update(contact=contact, data=updates)
+    action = config.get("subscriptionAction", "none")
+    if action != "none":
+        contact_subscription_set(contact=contact, subscribed=action == "subscribe", source="workflow")
+    return Outcome(
+        output={"updated": sorted(updates or {}), "subscriptionAction": action, "subscribed": contact.subscribed}
+    )
+
+
+_HANDLERS = {
+    StepType.TRIGGER: _trigger,
+    StepType.SEND_EMAIL: _send_email,
+    StepType.DELAY: _delay,
+    StepType.WAIT_FOR_EVENT: _wait_for_event,
+    StepType.CONDITION: _condition,
+    StepType.WEBHOOK: _webhook,
+    StepType.UPDATE_CONTACT: _update_contact,
+    StepType.EXIT: _exit,
+}

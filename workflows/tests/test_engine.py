@@ -1,0 +1,466 @@
+"""The engine, driven through the API: starts (manual and by events), every step type, waits and their resumes,
+finishing states, and the claims that keep a step from running twice. Mail goes to a real SMTP server on loopback,
+webhooks to a real HTTP receiver on loopback."""
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from contacts.models import Contact, Event
+from core.standard_webhooks import signature_headers
+from messaging.models import Email, EmailType, Template
+from workflows.engine import execution_advance
+from workflows.models import WorkflowExecution, WorkflowStepExecution
+from workflows.tasks import sweep_executions_task
+from workflows.tests.receivers import Answer
+
+pytestmark = pytest.mark.django_db
+
+
+def detail(api, workflow, execution) -> dict:
+    return api.call("get", f"/workflows/{workflow['id']}/executions/{execution['id']}", status=200)
+
+
+def steps_of(api, workflow, execution) -> dict:
+    """Step name -> its step execution, as the API writes them."""
+    return {item["step"]["name"]: item for item in detail(api, workflow, execution)["stepExecutions"]}
+
+
+def time_passes(seconds: float) -> None:
+    """Move every pause and lease `seconds` earlier, as if that much time went by."""
+    for model, field in ((WorkflowExecution, "resume_at"), (WorkflowStepExecution, "scheduled_for")):
+        for row in model.objects.exclude(**{f"{field}__isnull": True}):
+            setattr(row, field, getattr(row, field) - timedelta(seconds=seconds))
+            row.save(update_fields=[field])
+
+
+def sweep(committed) -> int:
+    return committed(sweep_executions_task)
+
+
+@pytest.fixture
+def start(api, committed):
+    def run(workflow, contact, **body):
+        return committed(lambda: api.start(workflow, contact, **body))
+
+    return run
+
+
+# Starts -------------------------------------------------------------------------------------------------------------
+
+
+def test_a_manual_start_runs_to_the_end_and_the_email_reaches_the_smtp_server(live, api, start, contact, smtp_sink):
+    execution = start(live, contact, context={"source": "admin"})
+    done = detail(api, live, execution)
+    assert done["status"] == "COMPLETED" and done["completedAt"] and done["currentStep"]["type"] == "SEND_EMAIL"
+    steps = {item["step"]["type"]: item for item in done["stepExecutions"]}
+    assert steps["TRIGGER"]["status"] == "COMPLETED"
+    send = steps["SEND_EMAIL"]
+    assert send["status"] == "COMPLETED" and send["error"] is None
+    email = Email.objects.get(id=send["output"]["emailId"])
+    assert (email.workflow_id, email.source, email.to_email) == (
+        WorkflowExecution.objects.get().workflow_id,
+        "workflow",
+        "ann@example.com",
+    )
+    assert [message.rcpt_tos for message in smtp_sink.received] == [["ann@example.com"]]
+
+
+def test_a_tracked_event_starts_the_workflow_with_its_data_as_context(live, api, track, smtp_sink):
+    track("new@example.com", "signup", {"plan": "team"})
+    execution = WorkflowExecution.objects.get()
+    assert execution.status == "COMPLETED"
+    assert execution.context == {"plan": "team"}
+    assert execution.trigger_event_id == Event.objects.get(name="signup").id
+    # Without re-entry, the contact's next signup starts nothing; other events start nothing.
+    track("new@example.com", "signup")
+    track("new@example.com", "login")
+    assert WorkflowExecution.objects.count() == 1
+    assert len(smtp_sink.received) == 1
+
+
+def test_with_reentry_a_finished_contact_enters_again(live, api, track, smtp_sink):
+    api.call("patch", f"/workflows/{live['id']}", {"allowReentry": True}, status=200)
+    track("new@example.com", "signup")
+    track("new@example.com", "signup")
+    assert sorted(WorkflowExecution.objects.values_list("entry", "status")) == [(1, "COMPLETED"), (2, "COMPLETED")]
+
+
+def test_one_event_never_starts_two_executions(live, api, track, committed):
+    from workflows.starts import events_concern_workflows
+
+    api.call("patch", f"/workflows/{live['id']}", {"allowReentry": True}, status=200)
+    track("new@example.com", "signup")
+    event = Event.objects.get(name="signup")
+    committed(lambda: events_concern_workflows(project=event.project, events=[event]))
+    assert WorkflowExecution.objects.count() == 1
+
+
+def test_disabled_workflows_and_other_names_start_nothing(live, api, track):
+    api.call("patch", f"/workflows/{live['id']}", {"enabled": False}, status=200)
+    track("new@example.com", "signup")
+    assert not WorkflowExecution.objects.exists()
+    # Enabled again: the trigger cache follows at once.
+    api.enable(live)
+    track("new@example.com", "signup")
+    assert WorkflowExecution.objects.count() == 1
+
+
+def test_system_events_trigger_too(api, template, contact, committed):
+    from contacts.services import contact_subscription_set
+
+    workflow = api.workflow(event="contact.unsubscribed")
+    api.step(workflow, "UPDATE_CONTACT", {"updates": {"left": True}})
+    api.enable(workflow)
+    committed(lambda: contact_subscription_set(contact=contact, subscribed=False, source="test"))
+    execution = WorkflowExecution.objects.get()
+    assert execution.status == "COMPLETED" and execution.context == {"source": "test"}
+    contact.refresh_from_db()
+    assert contact.data == {"plan": "pro", "left": True}
+
+
+# DELAY and WAIT_FOR_EVENT ------------------------------------------------------------------------------------------
+
+
+def test_a_delay_waits_in_the_database_and_the_sweep_resumes_it(api, template, contact, start, committed, smtp_sink):
+    workflow = api.workflow()
+    api.step(workflow, "DELAY", {"amount": 2, "unit": "hours"}, name="Wait")
+    api.step(workflow, "SEND_EMAIL", {"templateId": str(template.id)}, name="Mail")
+    api.enable(workflow)
+    execution = start(workflow, contact)
+    waiting = detail(api, workflow, execution)
+    assert waiting["status"] == "WAITING" and waiting["currentStep"]["name"] == "Wait"
+    wait = steps_of(api, workflow, execution)["Wait"]
+    assert wait["status"] == "SCHEDULED"
+    resume_at = WorkflowExecution.objects.get().resume_at
+    assert abs((resume_at - timezone.now()).total_seconds() - 7200) < 60
+    assert sweep(committed) == 0  # not due
+    time_passes(7201)
+    assert sweep(committed) == 1
+    steps = steps_of(api, workflow, execution)
+    assert steps["Wait"]["status"] == "COMPLETED" and steps["Wait"]["output"]["delayedUntil"]
+    assert steps["Mail"]["status"] == "COMPLETED"
+    assert detail(api, workflow, execution)["status"] == "COMPLETED"
+    assert len(smtp_sink.received) == 1
+    assert sweep(committed) == 0
+
+
+@pytest.fixture
+def waiting_flow(api):
+    """TRIGGER -> WAIT_FOR_EVENT(purchase, 1 h) -> EVENT: UPDATE_CONTACT / TIMEOUT: EXIT."""
+    workflow = api.workflow()
+    wait = api.step(workflow, "WAIT_FOR_EVENT", {"eventName": "purchase", "timeout": 3600}, name="Wait")
+    bought = api.step(workflow, "UPDATE_CONTACT", {"updates": {"buyer": True}}, name="Buyer", autoConnect=False)
+    gave_up = api.step(workflow, "EXIT", {"reason": "No purchase"}, name="Give up", autoConnect=False)
+    api.link(workflow, wait, bought, waitOutcome="EVENT")
+    api.link(workflow, wait, gave_up, waitOutcome="TIMEOUT")
+    api.enable(workflow)
+    return workflow
+
+
+def test_wait_for_event_resumes_on_the_contacts_next_event(api, waiting_flow, contact, start, track):
+    execution = start(waiting_flow, contact, context={"cart": 1})
+    assert detail(api, waiting_flow, execution)["status"] == "WAITING"
+    assert steps_of(api, waiting_flow, execution)["Wait"]["status"] == "WAITING"
+    track("someone-else@example.com", "purchase")
+    track("ann@example.com", "pageview")
+    assert detail(api, waiting_flow, execution)["status"] == "WAITING"
+    track("ann@example.com", "purchase", {"amount": 42})
+    done = detail(api, waiting_flow, execution)
+    assert done["status"] == "COMPLETED"
+    assert done["context"] == {"cart": 1, "amount": 42}
+    wait = steps_of(api, waiting_flow, execution)["Wait"]
+    assert wait["output"] == {
+        "waitOutcome": "EVENT",
+        "eventName": "purchase",
+        "eventData": {"amount": 42},
+        "receivedAt": wait["output"]["receivedAt"],
+    }
+    assert Contact.objects.get(id=contact.id).data["buyer"] is True
+
+
+def test_wait_for_event_times_out(api, waiting_flow, contact, start, committed, track):
+    execution = start(waiting_flow, contact)
+    time_passes(3601)
+    assert sweep(committed) == 1
+    done = detail(api, waiting_flow, execution)
+    assert (done["status"], done["exitReason"]) == ("EXITED", "No purchase")
+    assert steps_of(api, waiting_flow, execution)["Wait"]["output"] == {"waitOutcome": "TIMEOUT"}
+    # A late event changes nothing.
+    track("ann@example.com", "purchase")
+    assert detail(api, waiting_flow, execution)["status"] == "EXITED"
+
+
+# CONDITION --------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "config, context, branch",
+    [
+        ({"field": "data.plan", "operator": "equals", "value": "pro"}, {}, "yes"),
+        ({"field": "data.plan", "operator": "equals", "value": "free"}, {}, "no"),
+        ({"field": "context.order.total", "operator": "greaterThan", "value": 100}, {"order": {"total": 150}}, "yes"),
+        ({"field": "context.order.total", "operator": "greaterThan", "value": 100}, {"order": {"total": 50}}, "no"),
+        ({"field": "subscribed", "operator": "equals", "value": True}, {}, "yes"),
+    ],
+)
+def test_a_condition_takes_its_branch(api, contact, start, config, context, branch):
+    workflow = api.workflow()
+    condition = api.step(workflow, "CONDITION", config, name="Check")
+    yes = api.step(workflow, "EXIT", {"reason": "yes"}, name="Yes", autoConnect=False)
+    no = api.step(workflow, "EXIT", {"reason": "no"}, name="No", autoConnect=False)
+    api.link(workflow, condition, yes, branch="yes")
+    api.link(workflow, condition, no, branch="no")
+    api.enable(workflow)
+    execution = start(workflow, contact, context=context)
+    done = detail(api, workflow, execution)
+    assert (done["status"], done["exitReason"]) == ("EXITED", branch)
+    assert steps_of(api, workflow, execution)["Check"]["output"] == {"result": branch == "yes", "branch": branch}
+
+
+# WEBHOOK ----------------------------------------------------------------------------------------------------------
+
+
+def test_a_webhook_step_posts_the_signed_default_body(api, contact, start, receiver, allow_loopback, project):
+    from accounts.services import project_webhook_secret
+
+    workflow = api.workflow()
+    api.step(workflow, "WEBHOOK", {"url": receiver.url("/hook/{{ plan }}")}, name="Call")
+    api.enable(workflow)
+    execution = start(workflow, contact, context={"orderId": 7})
+    [request] = receiver.requests
+    assert (request.method, request.path) == ("POST", "/hook/pro")
+    payload = json.loads(request.body)
+    assert payload == {
+        "contact": {"id": str(contact.id), "email": "ann@example.com", "subscribed": True, "data": {"plan": "pro"}},
+        "workflow": {"id": workflow["id"], "name": "Welcome"},
+        "execution": {"id": execution["id"], "startedAt": execution["startedAt"]},
+        "context": {"orderId": 7},
+    }
+    secret = project_webhook_secret(project=project.project)
+    expected = signature_headers(
+        secret=secret, webhook_id=request.headers["webhook-id"], timestamp=int(request.headers["webhook-timestamp"]),
+        body=request.body,
+    )  # fmt: skip
+    assert request.headers["webhook-signature"] == expected["webhook-signature"]
+    call = steps_of(api, workflow, execution)["Call"]
+    assert call["status"] == "COMPLETED"
+    assert call["output"] == {
+        "url": receiver.url("/hook/pro"),
+        "method": "POST",
+        "statusCode": 200,
+        "success": True,
+        "response": "ok",
+        "attempts": 1,
+    }
+    assert detail(api, workflow, execution)["status"] == "COMPLETED"
+
+
+def test_a_webhook_renders_headers_and_body_strings(api, contact, start, receiver, allow_loopback):
+    workflow = api.workflow()
+    config = {
+        "url": receiver.url("/x"),
+        "method": "PUT",
+        "headers": {"X-Plan": "{{ plan }}"},
+        "body": {"who": "{{ email }}", "items": ["{{ context.sku }}", 3]},
+    }
+    api.step(workflow, "WEBHOOK", config)
+    api.enable(workflow)
+    start(workflow, contact, context={"sku": "A-1"})
+    [request] = receiver.requests
+    assert request.method == "PUT" and request.headers["x-plan"] == "pro"
+    assert json.loads(request.body) == {"who": "ann@example.com", "items": ["A-1", 3]}
+
+
+def test_a_failing_webhook_is_retried_from_resume_times_then_the_execution_goes_on(
+    api, contact, start, receiver, allow_loopback, committed
+):
+    receiver.answers["/down"] = Answer(status=503, body=b"busy")
+    workflow = api.workflow()
+    api.step(workflow, "WEBHOOK", {"url": receiver.url("/down")}, name="Call")
+    api.enable(workflow)
+    execution = start(workflow, contact)
+    for attempt in (1, 2, 3):
+        assert len(receiver.requests) == attempt
+        call = steps_of(api, workflow, execution)["Call"]
+        assert call["status"] == "SCHEDULED" and call["output"]["attempts"] == attempt
+        assert detail(api, workflow, execution)["status"] == "WAITING"
+        time_passes(30)
+        sweep(committed)
+    assert len(receiver.requests) == 4
+    assert len({request.headers["webhook-id"] for request in receiver.requests}) == 1
+    call = steps_of(api, workflow, execution)["Call"]
+    assert call["status"] == "COMPLETED"
+    assert call["output"]["success"] is False and call["output"]["statusCode"] == 503
+    assert call["output"]["response"] == "busy"
+    assert detail(api, workflow, execution)["status"] == "COMPLETED"
+
+
+def test_a_webhook_to_a_hostile_target_is_refused_at_once(api, contact, start, receiver):
+    """No exemption for loopback: the guard refuses the address, nothing connects, nothing is retried."""
+    workflow = api.workflow()
+    api.step(workflow, "WEBHOOK", {"url": receiver.url("/admin")}, name="Call")
+    api.enable(workflow)
+    execution = start(workflow, contact)
+    assert receiver.requests == [] and receiver.connections == 0
+    call = steps_of(api, workflow, execution)["Call"]
+    assert call["status"] == "COMPLETED"
+    assert call["output"]["success"] is False and call["output"]["statusCode"] is None
+    assert "refused" in call["output"]["error"]
+    assert detail(api, workflow, execution)["status"] == "COMPLETED"
+
+
+def test_a_rendered_url_the_check_refuses_is_not_called(api, contact, start, connections):
+    """Liquid may fill in any part of the URL: the rendered one is checked again (here it gains user-info)."""
+    contact.data = {"plan": "pro", "target": "user:secret@evil.test"}
+    contact.save()
+    workflow = api.workflow()
+    api.step(workflow, "WEBHOOK", {"url": "https://{{ target }}/x"}, name="Call")
+    api.enable(workflow)
+    execution = start(workflow, contact)
+    output = steps_of(api, workflow, execution)["Call"]["output"]
+    assert output["success"] is False and "refused" in output["error"]
+    assert connections == []
+
+
+# SEND_EMAIL, UPDATE_CONTACT, EXIT, failures -----------------------------------------------------------------------
+
+
+def test_the_template_renders_contact_variables_and_context(api, project, contact, start, smtp_sink):
+    template = Template.objects.create(
+        project=project.project, name="Order", subject="Order {{ event.orderId }} for {{ plan }}",
+        body="<p>{{ context.orderId }}</p>", from_email="hello@alice.test", type=EmailType.TRANSACTIONAL,
+    )  # fmt: skip
+    workflow = api.workflow()
+    api.step(workflow, "SEND_EMAIL", {"templateId": str(template.id)})
+    api.enable(workflow)
+    start(workflow, contact, context={"orderId": "A7"})
+    email = Email.objects.get()
+    assert email.subject == "Order A7 for pro" and "<p>A7</p>" in email.html
+    # Context is the email's, never stored on the contact.
+    assert Contact.objects.get(id=contact.id).data == {"plan": "pro"}
+
+
+def test_a_custom_recipient_gets_the_contacts_variables(api, project, contact, start, smtp_sink):
+    template = Template.objects.create(
+        project=project.project, name="Alert", subject="{{ plan }} signup", body="<p>x</p>",
+        from_email="hello@alice.test", type=EmailType.TRANSACTIONAL,
+    )  # fmt: skip
+    workflow = api.workflow()
+    api.step(
+        workflow,
+        "SEND_EMAIL",
+        {"templateId": str(template.id), "recipient": {"type": "CUSTOM", "email": "ops@alice.test"}},
+    )
+    api.enable(workflow)
+    start(workflow, contact)
+    email = Email.objects.get()
+    assert (email.to_email, email.subject) == ("ops@alice.test", "pro signup")
+    assert [message.rcpt_tos for message in smtp_sink.received] == [["ops@alice.test"]]
+
+
+def test_marketing_to_an_unsubscribed_contact_is_stored_suppressed_and_the_execution_goes_on(
+    api, template, contact, start, smtp_sink
+):
+    contact.subscribed = False
+    contact.save()
+    workflow = api.workflow()
+    api.step(workflow, "SEND_EMAIL", {"templateId": str(template.id)}, name="Mail")
+    api.step(workflow, "UPDATE_CONTACT", {"updates": {"after": 1}}, name="After")
+    api.enable(workflow)
+    execution = start(workflow, contact)
+    assert detail(api, workflow, execution)["status"] == "COMPLETED"
+    assert Email.objects.get().status == "SUPPRESSED"
+    assert steps_of(api, workflow, execution)["Mail"]["output"]["status"] == "SUPPRESSED"
+    assert smtp_sink.received == []
+
+
+def test_update_contact_changes_data_and_subscription_through_the_contacts_app(api, contact, start):
+    workflow = api.workflow()
+    config = {"updates": {"stage": "onboarded", "plan": None}, "subscriptionAction": "unsubscribe"}
+    api.step(workflow, "UPDATE_CONTACT", config, name="Update")
+    api.enable(workflow)
+    execution = start(workflow, contact)
+    contact.refresh_from_db()
+    assert contact.data == {"stage": "onboarded"} and contact.subscribed is False
+    assert Event.objects.filter(contact=contact, name="contact.unsubscribed", data={"source": "workflow"}).exists()
+    assert steps_of(api, workflow, execution)["Update"]["output"] == {
+        "updated": ["plan", "stage"],
+        "subscriptionAction": "unsubscribe",
+        "subscribed": False,
+    }
+
+
+def test_exit_ends_the_execution_with_its_reason(api, contact, start):
+    workflow = api.workflow()
+    api.step(workflow, "EXIT", {})
+    api.enable(workflow)
+    done = detail(api, workflow, start(workflow, contact))
+    assert (done["status"], done["exitReason"], done["completedAt"] is not None) == (
+        "EXITED",
+        "Exited by an EXIT step",
+        True,
+    )
+
+
+def test_a_step_error_fails_the_step_and_the_execution(api, live, contact, start, template):
+    # The template's sender is on a domain the project no longer has verified.
+    template.from_email = "hello@unverified.test"
+    template.save()
+    execution = start(live, contact)
+    done = detail(api, live, execution)
+    assert done["status"] == "FAILED" and done["exitReason"]
+    failed = steps_of(api, live, execution)["Send welcome"]
+    assert failed["status"] == "FAILED" and failed["error"] == done["exitReason"]
+    assert not Email.objects.exists()
+
+
+# Claims -----------------------------------------------------------------------------------------------------------
+
+
+def test_a_duplicate_task_finds_nothing_to_claim(live, api, start, contact, smtp_sink, committed):
+    execution = start(live, contact)
+    assert committed(lambda: execution_advance(execution_id=execution["id"])) == 0
+    assert Email.objects.count() == 1
+
+
+def test_a_step_whose_worker_died_runs_again_and_does_not_send_twice(live, api, contact, committed, smtp_sink):
+    """The worker queued the email and died before recording the step: the lease runs out, the sweep takes the
+    execution, the step runs again and finds its email."""
+    execution = committed(lambda: api.start(live, contact))
+    first = WorkflowExecution.objects.get(id=execution["id"])
+    step = WorkflowStepExecution.objects.get(execution=first, step__type="SEND_EMAIL")
+    # Rewind to "RUNNING, lease over" with the email already queued.
+    step.status, step.output, step.completed_at = "RUNNING", None, None
+    step.save()
+    WorkflowExecution.objects.filter(id=first.id).update(
+        status="RUNNING", completed_at=None, current_step=step.step, resume_at=timezone.now() - timedelta(seconds=1)
+    )
+    assert sweep(committed) == 1
+    assert WorkflowExecution.objects.get(id=first.id).status == "COMPLETED"
+    assert Email.objects.count() == 1
+    assert len(smtp_sink.received) == 1
+
+
+def test_a_running_step_within_its_lease_is_left_alone(live, api, contact, committed):
+    execution = committed(lambda: api.start(live, contact))
+    step = WorkflowStepExecution.objects.get(execution_id=execution["id"], step__type="SEND_EMAIL")
+    step.status = "RUNNING"
+    step.save()
+    WorkflowExecution.objects.filter(id=execution["id"]).update(
+        status="RUNNING", current_step=step.step, resume_at=timezone.now() + timedelta(seconds=60)
+    )
+    assert committed(lambda: execution_advance(execution_id=execution["id"])) == 0
+    assert sweep(committed) == 0
+
+
+def test_a_cancelled_waiting_execution_is_never_resumed(api, waiting_flow, contact, start, committed, track):
+    execution = start(waiting_flow, contact)
+    api.call("delete", f"/workflows/{waiting_flow['id']}/executions/{execution['id']}", status=200)
+    track("ann@example.com", "purchase")
+    time_passes(3601)
+    assert sweep(committed) == 0
+    assert detail(api, waiting_flow, execution)["status"] == "CANCELLED"
+    assert steps_of(api, waiting_flow, execution)["Wait"]["status"] == "SKIPPED"

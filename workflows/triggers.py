@@ -1,0 +1,112 @@
+"""Which events concern a project's workflows, known without a query on the tracking path.
+
+Every recorded event passes through `on_events_recorded`; most concern no workflow, and for those the answer must
+cost nothing measurable. Each process keeps, per project, the enabled EVENT triggers by event name and the event
+names its WAIT_FOR_EVENT steps wait for (`ProjectTriggers`). A version token per project in the cache says when that
+copy is stale: every change of a workflow or a step replaces it after its commit (`triggers_changed`). A process
+trusts its copy for `WORKFLOW_TRIGGER_CACHE_SECONDS` before comparing tokens, so the process that made a change
+sees it at once (it drops its copy) and the others within that many seconds.
+"""
+
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.core.cache import cache
+
+from core.commit import after_commit
+from workflows.models import StepType, TriggerType, Workflow, WorkflowStep
+
+
+@dataclass(frozen=True)
+class Trigger:
+    workflow_id: uuid.UUID
+    trigger_step_id: uuid.UUID
+    allow_reentry: bool
+
+
+@dataclass
+class ProjectTriggers:
+    triggers: dict[str, list[Trigger]] = field(default_factory=dict)
+    waited: frozenset[str] = frozenset()
+    version: str | None = None
+    checked_at: float = 0.0
+
+
+logger = logging.getLogger(__name__)
+_copies: dict = {}
+_lock = threading.Lock()
+
+
+def _version_key(project_id) -> str:
+    return f"workflows:triggers:{project_id}"
+
+
+def triggers_changed(*, project_id) -> None:
+    """A workflow or step of the project changed: drop this process's copy now and, once the change is committed,
+    replace the version token so the other processes reload theirs (replaced before the commit, a process could
+    reload the old state under the new token)."""
+    _copies.pop(project_id, None)
+
+    def bump() -> None:
+        _copies.pop(project_id, None)
+        cache.set(_version_key(project_id), uuid.uuid4().hex, timeout=None)
+
+    after_commit(bump, what=f"mark the workflow triggers of project {project_id} changed (a cache miss reloads)")
+
+
+def _load(project_id, version: str | None) -> ProjectTriggers:
+    triggers: dict[str, list[Trigger]] = {}
+    enabled = (
+        Workflow.objects.filter(project_id=project_id, enabled=True, trigger_type=TriggerType.EVENT)
+        .exclude(event_name="")
+        .values_list("event_name", "id", "allow_reentry")
+    )
+    trigger_steps = dict(
+        WorkflowStep.objects.filter(
+            workflow__project_id=project_id, workflow__enabled=True, type=StepType.TRIGGER
+        ).values_list("workflow_id", "id")
+    )
+    for event_name, workflow_id, allow_reentry in enabled:
+        if workflow_id in trigger_steps:
+            triggers.setdefault(event_name, []).append(Trigger(workflow_id, trigger_steps[workflow_id], allow_reentry))
+    # Steps of disabled workflows count too: their running executions go on, and wait.
+    waited = WorkflowStep.objects.filter(workflow__project_id=project_id, type=StepType.WAIT_FOR_EVENT).values_list(
+        "config__eventName", flat=True
+    )
+    return ProjectTriggers(
+        triggers=triggers,
+        waited=frozenset(name for name in waited if name),
+        version=version,
+        checked_at=time.monotonic(),
+    )
+
+
+def project_triggers(project_id) -> ProjectTriggers:
+    """This process's copy of the project's triggers and waited-for event names, checked against the version token
+    at most every `WORKFLOW_TRIGGER_CACHE_SECONDS`."""
+    copy = _copies.get(project_id)
+    now = time.monotonic()
+    if copy is not None and now - copy.checked_at < settings.WORKFLOW_TRIGGER_CACHE_SECONDS:
+        return copy
+    try:
+        version = cache.get(_version_key(project_id))
+        if version is None:
+            # A cold or flushed cache: start a token, so every process reloads once and then agrees.
+            version = uuid.uuid4().hex
+            if not cache.add(_version_key(project_id), version, timeout=None):
+                version = cache.get(_version_key(project_id))
+    except Exception:
+        # Without the cache no token can be trusted: read the database (correct, slower) until it is back.
+        logger.warning("Workflow triggers of project %s read without the cache", project_id, exc_info=True)
+        return _load(project_id, None)
+    if copy is not None and copy.version == version:
+        copy.checked_at = now
+        return copy
+    with _lock:
+        copy = _load(project_id, version)
+        _copies[project_id] = copy
+    return copy
