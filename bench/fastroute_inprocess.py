@@ -8,7 +8,6 @@ Django's view instead (an `Idempotency-Key` header, new per request, hands them 
 """
 
 import argparse
-import io
 import json
 import os
 import statistics
@@ -18,27 +17,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.serve import bench_env, fresh_database, setup_project
-
-
-def environ(path: str, key: str, body: bytes, extra: dict) -> dict:
-    return {
-        "REQUEST_METHOD": "POST",
-        "PATH_INFO": path,
-        "QUERY_STRING": "",
-        "SERVER_NAME": "localhost",
-        "SERVER_PORT": "8000",
-        "HTTP_HOST": "localhost",
-        "SERVER_PROTOCOL": "HTTP/1.1",
-        "REMOTE_ADDR": "127.0.0.1",
-        "wsgi.url_scheme": "http",
-        "wsgi.input": io.BytesIO(body),
-        "wsgi.errors": io.StringIO(),
-        "CONTENT_TYPE": "application/json",
-        "CONTENT_LENGTH": str(len(body)),
-        "HTTP_AUTHORIZATION": f"Bearer {key}",
-        **extra,
-    }
+from bench.serve import bench_env, fresh_database, setup_project, wsgi_environ
 
 
 def run(application, path: str, key: str, payload, calls: int, django: bool) -> tuple[float, float]:
@@ -54,7 +33,11 @@ def run(application, path: str, key: str, payload, calls: int, django: bool) -> 
     for n in range(calls):
         body = json.dumps(payload(n)).encode()
         extra = {"HTTP_IDEMPOTENCY_KEY": str(uuid.uuid4())} if django else {}
-        b"".join(application(environ(path, key, body, extra), start_response))
+        b"".join(
+            application(
+                wsgi_environ("POST", path, {"HTTP_AUTHORIZATION": f"Bearer {key}", **extra}, body), start_response
+            )
+        )
     cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
     assert set(statuses) == {"200 OK"}, set(statuses)
     return cpu / calls * 1e6, wall / calls * 1e6

@@ -4,6 +4,7 @@ Used by the per-area scripts (`bench/api_overhead.py`, ...). Everything runs on 
 PostgreSQL and Redis share its cores, so figures are for the whole stack on one box.
 """
 
+import io
 import json
 import os
 import re
@@ -176,3 +177,24 @@ def machine() -> str:
         ["sh", "-c", "grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"], capture_output=True, text=True
     ).stdout.strip()
     return f"{os.cpu_count()} cores, {cpu}"
+
+
+def wsgi_environ(method: str, path: str, headers: dict, body: bytes = b"") -> dict:
+    """A WSGI environ of one JSON request, for calling the application gunicorn serves in this process."""
+    path, _, query = path.partition("?")
+    return {
+        "REQUEST_METHOD": method,
+        "PATH_INFO": path,
+        "QUERY_STRING": query,
+        "SERVER_NAME": "localhost",
+        "SERVER_PORT": "8000",
+        "HTTP_HOST": "localhost",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "127.0.0.1",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.errors": io.StringIO(),
+        "CONTENT_TYPE": "application/json",
+        "CONTENT_LENGTH": str(len(body)),
+        **headers,
+    }

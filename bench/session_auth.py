@@ -7,7 +7,6 @@ and the sessions' cache are on).
 """
 
 import argparse
-import io
 import os
 import statistics
 import sys
@@ -16,29 +15,9 @@ from http.cookies import SimpleCookie
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.serve import bench_env, fresh_database, setup_project
+from bench.serve import bench_env, fresh_database, setup_project, wsgi_environ
 
 PASSWORD = "bench passphrase, long enough"
-
-
-def environ(method: str, path: str, headers: dict, body: bytes = b"") -> dict:
-    path, _, query = path.partition("?")
-    return {
-        "REQUEST_METHOD": method,
-        "PATH_INFO": path,
-        "QUERY_STRING": query,
-        "SERVER_NAME": "localhost",
-        "SERVER_PORT": "8000",
-        "HTTP_HOST": "localhost",
-        "SERVER_PROTOCOL": "HTTP/1.1",
-        "REMOTE_ADDR": "127.0.0.1",
-        "wsgi.url_scheme": "http",
-        "wsgi.input": io.BytesIO(body),
-        "wsgi.errors": io.StringIO(),
-        "CONTENT_TYPE": "application/json",
-        "CONTENT_LENGTH": str(len(body)),
-        **headers,
-    }
 
 
 def login(application, email: str) -> str:
@@ -49,7 +28,7 @@ def login(application, email: str) -> str:
         captured["status"], captured["headers"] = status, headers
 
     body = f'{{"email": "{email}", "password": "{PASSWORD}"}}'.encode()
-    b"".join(application(environ("POST", "/auth/login", {}, body), start_response))
+    b"".join(application(wsgi_environ("POST", "/auth/login", {}, body), start_response))
     assert captured["status"] == "200 OK", captured
     cookies = SimpleCookie()
     for name, value in captured["headers"]:
@@ -67,7 +46,7 @@ def run(application, path: str, headers: dict, calls: int) -> tuple[float, float
 
     cpu, wall = time.thread_time(), time.perf_counter()
     for _ in range(calls):
-        b"".join(application(environ("GET", path, headers), start_response))
+        b"".join(application(wsgi_environ("GET", path, headers), start_response))
     cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
     assert statuses == {"200 OK"}, statuses
     return cpu / calls * 1e6, wall / calls * 1e6

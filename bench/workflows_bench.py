@@ -17,7 +17,6 @@ Database `hworkflowsbench` (made afresh) and Redis db 4 (cache and broker) unles
 """
 
 import argparse
-import io
 import json
 import os
 import statistics
@@ -27,28 +26,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.serve import REDIS, bench_env, fresh_database, manage, setup_project
+from bench.serve import REDIS, bench_env, fresh_database, manage, setup_project, wsgi_environ
 
 SINK_PORT = 2626
-
-
-def _environ(path: str, key: str, body: bytes) -> dict:
-    return {
-        "REQUEST_METHOD": "POST",
-        "PATH_INFO": path,
-        "QUERY_STRING": "",
-        "SERVER_NAME": "localhost",
-        "SERVER_PORT": "8000",
-        "HTTP_HOST": "localhost",
-        "SERVER_PROTOCOL": "HTTP/1.1",
-        "REMOTE_ADDR": "127.0.0.1",
-        "wsgi.url_scheme": "http",
-        "wsgi.input": io.BytesIO(body),
-        "wsgi.errors": io.StringIO(),
-        "CONTENT_TYPE": "application/json",
-        "CONTENT_LENGTH": str(len(body)),
-        "HTTP_AUTHORIZATION": f"Bearer {key}",
-    }
 
 
 def track(application, key: str, emails, event: str) -> tuple[float, float]:
@@ -62,7 +42,11 @@ def track(application, key: str, emails, event: str) -> tuple[float, float]:
     started, cpu = time.perf_counter(), time.thread_time()
     for email in emails:
         body = json.dumps({"email": email, "event": event}).encode()
-        b"".join(application(_environ("/v1/track", key, body), start_response))
+        b"".join(
+            application(
+                wsgi_environ("POST", "/v1/track", {"HTTP_AUTHORIZATION": f"Bearer {key}"}, body), start_response
+            )
+        )
     elapsed, cpu = time.perf_counter() - started, time.thread_time() - cpu
     assert set(statuses) == {"200 OK"}, set(statuses)
     return elapsed, cpu
