@@ -87,7 +87,9 @@ def test_killed_workers_and_a_restarted_redis_lose_and_double_nothing(project):
                 "CELERY_BROKER_URL": redis.url(1),
                 "EMAIL_URL": f"smtp://{sink.host}:{sink.port}",
                 "WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32",
-                "WORKFLOW_STEP_LEASE_SECONDS": "4",
+                # Long enough that a live worker on a loaded machine finishes a step inside its lease: this test is
+                # about workers that die, and a step that outlives its lease runs twice (docs/workflows.md).
+                "WORKFLOW_STEP_LEASE_SECONDS": "15",
                 "WORKFLOW_PUBLISH_GRACE_SECONDS": "2",
                 "DELIVERY_PUBLISH_GRACE_SECONDS": "1",
                 "DELIVERY_LEASE_SECONDS": "4",
