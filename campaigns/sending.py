@@ -7,10 +7,10 @@
 3. Starting creates the fan-out job (`accounts.jobs`, type `campaign_send`), published after the commit;
    `jobs_requeue_stalled` publishes it again if its message is lost or its worker dies.
 4. The fan-out (`campaign_fan_out`) walks the audience in keyset batches ordered by email (the (project, email)
-   index), and per batch, in one transaction: renders and inserts the emails (`emails_queue_bulk`), and records
-   the last email as the job's checkpoint. A worker that dies loses at most its uncommitted batch, and the next
-   resumes after the checkpoint; the unique (campaign, contact) constraint makes a batch done twice harmless.
-   Only one batch of contacts is in memory at a time.
+   index), and per batch, in one transaction: inserts the emails unrendered (`emails_queue_bulk`; delivery
+   personalizes each as it sends it), and records the last email as the job's checkpoint. A worker that dies
+   loses at most its uncommitted batch, and the next resumes after the checkpoint; the unique (campaign, contact)
+   constraint makes a batch done twice harmless. Only one batch of contacts is in memory at a time.
 5. `campaign_finish` moves SENDING to SENT once the fan-out job has completed and none of the campaign's emails is
    QUEUED or SENDING; the fan-out calls it when it ends and `campaigns_finish_sending` (every minute) afterwards.
 6. A fan-out that failed for good leaves the campaign SENDING, never SENT: part of its audience has no email. Its
@@ -172,7 +172,7 @@ def _fan_out(job: Job, report: Report) -> dict:
     after, queued = job.checkpoint.get("after"), job.checkpoint.get("queued", 0)
     content = _content(campaign)
     # One clock for the whole audience (conditions such as "within 7 days"): the moment sending started.
-    audience = campaign_audience(campaign=campaign, now=campaign.sent_at).only("id", "email", "data", "subscribed")
+    audience = campaign_audience(campaign=campaign, now=campaign.sent_at).values_list("id", "email")
     total = max(campaign.total_recipients, 1)
     while True:
         batch = audience.filter(email__gt=after) if after is not None else audience
@@ -183,7 +183,7 @@ def _fan_out(job: Job, report: Report) -> dict:
             if not _still_sending(campaign, job):
                 return {"queued": queued, "stopped": True}
             emails_queue_bulk(project=campaign.project, contacts=contacts, content=content)
-            after, queued = contacts[-1].email, queued + len(contacts)
+            after, queued = contacts[-1][1], queued + len(contacts)
             report(min(99, queued * 100 // total), {"queued": queued}, {"after": after, "queued": queued})
 
 

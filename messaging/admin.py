@@ -92,6 +92,8 @@ class EmailAdmin(admin.ModelAdmin):
 
     @admin.display(description="Rendered message")
     def preview(self, email: Email):
+        if not email.rendered:
+            return "Not rendered yet: a campaign's email is rendered for its contact when it is sent."
         # A sandboxed frame: the rendered HTML is shown as the recipient sees it, without running in the admin.
         return format_html(
             '<iframe sandbox="" srcdoc="{}" style="width:100%;height:480px;border:1px solid #ccc"></iframe>',

@@ -95,6 +95,9 @@ class Email(models.Model):
     reply_to = models.CharField(max_length=320, blank=True)
     subject = models.CharField(max_length=998)
     html = models.TextField(blank=True)
+    # False while a campaign's email waits for delivery to personalize it: the fan-out only inserts rows, and
+    # delivery renders the campaign's content with the contact's data as it sends (`messaging.sending.personalize`).
+    rendered = models.BooleanField(default=True, db_default=True)
     headers = models.JSONField(default=dict, blank=True)
     attachments = models.ForeignKey(AttachmentBundle, on_delete=models.SET_NULL, null=True, blank=True, db_index=False)
     message_id = models.CharField(max_length=255, blank=True)

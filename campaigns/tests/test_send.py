@@ -230,6 +230,41 @@ def test_a_recipient_whose_data_passes_a_rendering_limit_fails_alone(send, creat
     assert failed.last_error == "Not rendered: body: Template loops past 10,000 iterations"
 
 
+def test_delivery_personalizes_the_unrendered_rows_of_the_fan_out(
+    send, create_campaign, audience, smtp_sink, monkeypatch
+):
+    """The fan-out only inserts rows; each is rendered as it is sent, with its contact's data of that moment, and
+    keeps the copy that was sent. A contact deleted in between gets nothing: the row fails saying why."""
+    from messaging.sending import dispatch
+    from messaging.sending.delivery import emails_deliver
+
+    held = []
+    monkeypatch.setattr(dispatch, "delivery_tasks_publish", lambda ids, priority=None: held.extend(ids))
+    campaign = create_campaign()
+    assert send(campaign["id"]).status_code == 200
+    emails = Email.objects.filter(campaign_id=campaign["id"])
+    assert emails.count() == 3 and not smtp_sink.received
+    assert {(email.rendered, email.html, email.subject) for email in emails} == {
+        (False, "", "Hello {{ firstName | default: 'there' }}")
+    }
+    ann, ben = audience["ann"], audience["ben"]
+    ann.data = {**ann.data, "firstName": "Annie"}
+    ann.save(update_fields=["data"])
+    ben.delete()
+
+    emails_deliver(email_ids=held)
+    assert recipients(smtp_sink) == ["ann@example.test", "fay@example.test"]
+    received = next(r for r in smtp_sink.received if r.rcpt_tos == ["ann@example.test"])
+    assert received.message["Subject"] == "Hello Annie" and "Hi Annie" in received.html
+    sent = emails.get(to_email="ann@example.test")
+    assert sent.status == Email.Status.SENT and sent.rendered and sent.subject == "Hello Annie"
+    assert "Hi Annie" in sent.html and "Unsubscribe" in sent.html
+    failed = emails.get(to_email="ben@example.test")
+    assert failed.status == Email.Status.FAILED
+    assert failed.last_error == "The contact was deleted before the email was sent"
+    assert campaigns_finish_sending() == 1
+
+
 def test_a_failed_fan_out_keeps_the_campaign_sending_until_it_is_resumed(
     send, committed, create_campaign, many, smtp_sink, settings, monkeypatch, secret_client
 ):

@@ -5,7 +5,7 @@ import uuid
 import pytest
 from django.utils import timezone
 
-from core.db import insert_prepared, select_prepared
+from core.db import insert_prepared, insert_varied, select_prepared
 from messaging.models import Email, Suppression
 
 pytestmark = pytest.mark.django_db
@@ -47,3 +47,22 @@ def test_select_prepared_converts_as_the_orm_does_and_filters_by_project(project
     )
     assert (found.id, found.project_id, found.reason) == (mine.id, project.id, "MANUAL")
     assert isinstance(found.id, uuid.UUID) and found.detail == ""  # a deferred field is read on access
+
+
+def test_insert_varied_stores_the_prototype_with_each_rows_own_columns(project):
+    """What `bulk_create` would store for each row; a row that breaks a unique constraint is left out and not
+    counted."""
+    prototype = _email(project.project)
+    taken = _email(project.project, id=uuid.uuid4(), to_email="old@example.test")
+    taken.save()
+    ids = [uuid.uuid4(), taken.id, uuid.uuid4()]
+    addresses = ["a@example.test", "b@example.test", "c@example.test"]
+    inserted = insert_varied(prototype, {"id": ids, "to_email": addresses}, ignore_conflicts=True)
+    assert inserted == 2
+    by_orm = _email(project.project, id=uuid.uuid4(), created_at=prototype.created_at, updated_at=prototype.updated_at)
+    Email.objects.bulk_create([by_orm])
+    stored = {row.pop("id"): row for row in Email.objects.values()}
+    expected = stored[by_orm.id]
+    assert stored[ids[0]] == {**expected, "to_email": "a@example.test"}
+    assert stored[ids[2]] == {**expected, "to_email": "c@example.test"}
+    assert stored[taken.id]["to_email"] == "old@example.test"  # the conflicting row stayed as it was

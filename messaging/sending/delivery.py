@@ -40,6 +40,7 @@ from messaging.engagement.links import PAGES, system_links
 from messaging.feedback.suppression import emails_skip_suppressed
 from messaging.models import Email, EmailType
 from messaging.sending import mime
+from messaging.sending.personalize import emails_personalize_deferred
 from messaging.sending.throttle import send_slot_after, send_slot_wait
 from messaging.sending.transport import OutgoingMessage, PreparedMessage, Transport, TransportError
 
@@ -71,6 +72,7 @@ _DELIVERY_FIELDS = (
     "reply_to",
     "subject",
     "html",
+    "rendered",
     "headers",
     "attachments",
     "message_id",
@@ -246,6 +248,10 @@ _MARK_SENT_SQL = (
     "UPDATE messaging_email SET status = %(sent)s, sent_at = %(at)s, provider_message_id = %(provider)s, "
     "last_error = '', updated_at = %(at)s WHERE id = %(id)s AND status = %(sending)s AND claimed_at = %(lease)s"
 )
+# A row the fan-out stored unrendered keeps what delivery made of it: the copy that was sent.
+_MARK_SENT_PERSONALIZED_SQL = _MARK_SENT_SQL.replace(
+    "last_error = ''", "last_error = '', subject = %(subject)s, html = %(html)s, rendered = true"
+)
 _SENT_AT = Email._meta.get_field("sent_at")
 
 
@@ -261,7 +267,9 @@ def _mark_sent(cursor, email: Email, sent_at, provider_id: str) -> bool:
         "sending": Email.Status.SENDING,
         "lease": _SENT_AT.get_db_prep_value(email.claimed_at, connection),
     }
-    execute_prepared(cursor, _MARK_SENT_SQL, params)
+    if not email.rendered:
+        params.update(subject=email.subject, html=email.html)
+    execute_prepared(cursor, _MARK_SENT_SQL if email.rendered else _MARK_SENT_PERSONALIZED_SQL, params)
     return cursor.rowcount == 1
 
 
@@ -434,6 +442,7 @@ def emails_deliver(*, email_ids) -> DeliveryReport:
     if not emails:
         return report
     emails = emails_skip_suppressed(emails=emails)
+    emails = emails_personalize_deferred(emails, lambda email, error: _fail(email, error, report))
     try:
         with _unflushed_marks():
             _send_claimed(emails, report)

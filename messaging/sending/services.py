@@ -27,18 +27,16 @@ from contacts.models import Contact
 from contacts.services import normalize_email
 from contacts.upsert import contact_upsert, contact_upsert_read, contact_upsert_write
 from core.batches import in_batches
-from core.db import insert_prepared
+from core.db import insert_prepared, insert_varied
 from core.errors import NotFound, ValidationFailed
 from domains.services import sender_domain_for
-from messaging.content import rendering
-from messaging.engagement.links import PAGES, system_links
-from messaging.engagement.tracking import tracking_applies, with_tracking
 from messaging.feedback.suppression import recipients_check_suppressed
 from messaging.models import AttachmentBundle, Email, EmailType, Template
 from messaging.sending import parse
 from messaging.sending.dispatch import enqueue_bulk_delivery, enqueue_delivery
-from messaging.sending.mime import Attachment, insert_before_body_end
+from messaging.sending.mime import Attachment
 from messaging.sending.parse import Address
+from messaging.sending.personalize import personalize
 
 logger = logging.getLogger(__name__)
 OPT_OUT_TYPES = (EmailType.MARKETING, EmailType.HEADLESS)
@@ -108,22 +106,6 @@ def _bundle(project: Project, attachments: list[Attachment]) -> AttachmentBundle
     )
 
 
-def with_unsubscribe_footer(html: str, unsubscribe_url: str) -> str:
-    """Marketing email carries an unsubscribe link; added unless the author already placed one."""
-    if unsubscribe_url in html:
-        return html
-    footer = (
-        '<p style="margin-top:24px;font-size:12px;color:#6b7280;text-align:center">'
-        f'<a href="{unsubscribe_url}" style="color:#6b7280">Unsubscribe</a></p>'
-    )
-    return insert_before_body_end(html, footer)
-
-
-def _estimated_size(email: Email, bundle: AttachmentBundle | None) -> int:
-    # Quoted-printable HTML and text parts, base64 attachments (4/3), headers.
-    return int(len(email.html.encode()) * 2.2) + (bundle.total_bytes * 4 // 3 if bundle else 0) + 4096
-
-
 def _email_row(
     *,
     project: Project,
@@ -134,44 +116,26 @@ def _email_row(
     variables: dict,
     bundle: AttachmentBundle | None,
     now,
-    fail_refused: bool = False,
     email_id: uuid.UUID | None = None,
 ) -> Email:
-    """One recipient's email row: rendered with its variables and its own signed links. Content that this
-    recipient's data pushes past a rendering limit is refused (422), or with `fail_refused` gives a FAILED row
-    saying why (a campaign's batch goes on without that recipient's mail). `email_id` is the caller's key for the
-    row (a workflow step's), so that running the same send twice cannot store two."""
+    """One recipient's email row, personalized; content that this recipient's data pushes past a rendering limit
+    or the size cap is refused (422). `email_id` is the caller's key for the row (a workflow step's), so that
+    running the same send twice cannot store two."""
     email_id = email_id or uuid.uuid4()
-    links = system_links(contact_id=contact.id, email_id=email_id) if contact else dict.fromkeys(PAGES, "#")
-    scope = rendering.template_scope(
-        contact_id=str(contact.id) if contact else "",
-        email=to.email,
+    personal = personalize(
+        project=project,
+        subject=content.subject,
+        body=content.body,
+        email_type=content.type,
+        source=content.source,
+        email_id=email_id,
+        to_email=to.email,
+        contact_id=contact.id if contact else None,
         subscribed=contact.subscribed if contact else True,
-        data=variables,
-        links=links,
+        variables=variables,
+        attachment_bytes=bundle.total_bytes if bundle else 0,
     )
-    # Content that does not parse falls back to plain substitution; only a rendering limit refuses it.
-    try:
-        rendered = rendering.render_email(subject=content.subject, body=content.body, scope=scope, lenient=True)
-    except ValidationFailed as refused:
-        if not fail_refused:
-            raise
-        rendered = rendering.RenderedContent(subject=content.subject, html="")
-        failure = f"Not rendered: {refused.errors[0]['field']}: {refused.errors[0]['message']}"
-    else:
-        failure = ""
-    html = rendered.html
-    # A test send is never tracked: its opens and clicks are the author's, not an audience's.
-    if (
-        not failure
-        and content.source != Email.Source.TEST
-        and tracking_applies(project=project, email_type=content.type)
-    ):
-        # Before the footer: its unsubscribe link is never tracked, and it stays the last thing of the body.
-        html = with_tracking(html, email_id=email_id)
-    if content.type == EmailType.MARKETING and contact is not None and not failure:
-        html = with_unsubscribe_footer(html, links["unsubscribeUrl"])
-    email = Email(
+    return Email(
         id=email_id,
         project=project,
         contact=contact,
@@ -185,22 +149,14 @@ def _email_row(
         from_email=content.sender.email,
         from_name=content.sender.name,
         reply_to=content.reply_to,
-        subject=rendered.subject[:998],
-        html=html,
+        subject=personal.subject,
+        html=personal.html,
         headers=content.headers,
         attachments=bundle,
         message_id=f"<{email_id}@{domain_name}>",
         created_at=now,
         updated_at=now,
     )
-    if not failure and _estimated_size(email, bundle) > settings.SEND_MESSAGE_MAX_BYTES:
-        too_big = f"The message would exceed {settings.SEND_MESSAGE_MAX_BYTES} bytes"
-        if not fail_refused:
-            raise ValidationFailed.field("body", too_big, "too_big")
-        email.html, failure = "", f"Not rendered: body: {too_big}"
-    if failure:
-        email.status, email.last_error = Email.Status.FAILED, failure
-    return email
 
 
 def _recipient_data(data: dict | None, recipient: Address) -> dict:
@@ -358,12 +314,13 @@ def emails_allowance_check(*, project: Project, source: str, count: int) -> None
         allowance.check(count)
 
 
-def emails_queue_bulk(*, project: Project, contacts: list[Contact], content: SendContent) -> None:
-    """Queue one email per contact of a batch whose audience was chosen by the caller (a campaign's fan-out): each
-    rendered with the contact's data, all inserted in one statement, and handed to delivery at `BULK_PRIORITY`
-    after the commit. The contacts are not upserted (they exist) and nothing is checked per recipient. The emails
-    inserted are counted in the campaigns category; its cap was checked when the campaign was sent
-    (`emails_allowance_check`), so a started campaign is never cut short.
+def emails_queue_bulk(*, project: Project, contacts: list[tuple], content: SendContent) -> None:
+    """Queue one email per contact of a batch whose audience was chosen by the caller (a campaign's fan-out; each
+    contact an (id, address) pair): all inserted in one statement, unrendered, and handed to delivery at
+    `BULK_PRIORITY` after the commit. Delivery personalizes each as it sends it (`messaging.sending.personalize`),
+    so a batch costs one insert and no rendering. The contacts are not upserted (they exist) and nothing is checked
+    per recipient. The emails inserted are counted in the campaigns category; its cap was checked when the campaign
+    was sent (`emails_allowance_check`), so a started campaign is never cut short.
 
     A contact that already has an email of `content.campaign_id` is left out by the unique constraint on
     (campaign, contact): a batch run twice queues nothing twice. (Its id is still published; delivery's claim
@@ -373,26 +330,35 @@ def emails_queue_bulk(*, project: Project, contacts: list[Contact], content: Sen
     domain = sender_domain_for(project=project, address=content.sender.email)
     now = timezone.now()
     allowance = _allowance(project, content.source, now)
-    emails = [
-        _email_row(
-            project=project,
-            content=content,
-            domain_name=domain.name,
-            to=Address(email=contact.email),
-            contact=contact,
-            variables=contact.data,
-            bundle=None,
-            now=now,
-            fail_refused=True,
-        )
-        for contact in contacts
-    ]
+    prototype = Email(
+        project=project,
+        campaign_id=content.campaign_id,
+        source=content.source,
+        type=content.type,
+        from_email=content.sender.email,
+        from_name=content.sender.name,
+        reply_to=content.reply_to,
+        subject=content.subject[:998],
+        rendered=False,
+        created_at=now,
+        updated_at=now,
+    )
+    ids = [uuid.uuid4() for _ in contacts]
     with transaction.atomic():
-        inserted = insert_prepared(emails, ignore_conflicts=True)
+        inserted = insert_varied(
+            prototype,
+            {
+                "id": ids,
+                "contact": [contact_id for contact_id, _ in contacts],
+                "to_email": [address for _, address in contacts],
+                "message_id": [f"<{email_id}@{domain.name}>" for email_id in ids],
+            },
+            ignore_conflicts=True,
+        )
         if allowance is not None:
             usage.usage_add(allowance, inserted)
             usage.usage_warn(allowance, inserted, now=now)
-    enqueue_bulk_delivery([email.id for email in emails])
+    enqueue_bulk_delivery(ids)
 
 
 def emails_send_request(*, project: Project, body: dict, raw: dict) -> list[Queued]:

@@ -1,0 +1,140 @@
+"""One recipient's copy of a message: subject and body rendered with the recipient's variables and signed links,
+click tracking where the project tracks this type, and the unsubscribe footer of marketing email.
+
+Queueing personalizes each email it stores (`messaging.sending.services`); a campaign's fan-out stores its rows
+unrendered and delivery personalizes them as it sends (`emails_personalize_deferred`), with the contact's data of
+that moment, so that the fan-out writes rows and renders nothing.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from accounts.models import Project
+from contacts.models import Contact
+from core.errors import ValidationFailed
+from messaging.content import rendering
+from messaging.engagement.links import PAGES, system_links
+from messaging.engagement.tracking import tracking_applies, with_tracking
+from messaging.models import Email, EmailType
+from messaging.sending.mime import insert_before_body_end
+
+
+@dataclass(frozen=True)
+class Personal:
+    subject: str
+    html: str
+
+
+def with_unsubscribe_footer(html: str, unsubscribe_url: str) -> str:
+    """Marketing email carries an unsubscribe link; added unless the author already placed one."""
+    if unsubscribe_url in html:
+        return html
+    footer = (
+        '<p style="margin-top:24px;font-size:12px;color:#6b7280;text-align:center">'
+        f'<a href="{unsubscribe_url}" style="color:#6b7280">Unsubscribe</a></p>'
+    )
+    return insert_before_body_end(html, footer)
+
+
+def estimated_size(html: str, attachment_bytes: int) -> int:
+    # Quoted-printable HTML and text parts, base64 attachments (4/3), headers.
+    return int(len(html.encode()) * 2.2) + attachment_bytes * 4 // 3 + 4096
+
+
+def personalize(
+    *,
+    project: Project,
+    subject: str,
+    body: str,
+    email_type: str,
+    source: str,
+    email_id,
+    to_email: str,
+    contact_id=None,
+    subscribed: bool = True,
+    variables: dict,
+    attachment_bytes: int = 0,
+) -> Personal:
+    """The recipient's subject and body. Content that does not parse falls back to plain substitution; content
+    that this recipient's data pushes past a rendering limit, or past the message size cap, raises
+    `ValidationFailed` at its field."""
+    links = system_links(contact_id=contact_id, email_id=email_id) if contact_id else dict.fromkeys(PAGES, "#")
+    scope = rendering.template_scope(
+        contact_id=str(contact_id) if contact_id else "",
+        email=to_email,
+        subscribed=subscribed,
+        data=variables,
+        links=links,
+    )
+    rendered = rendering.render_email(subject=subject, body=body, scope=scope, lenient=True)
+    html = rendered.html
+    # A test send is never tracked: its opens and clicks are the author's, not an audience's.
+    if source != Email.Source.TEST and tracking_applies(project=project, email_type=email_type):
+        # Before the footer: its unsubscribe link is never tracked, and it stays the last thing of the body.
+        html = with_tracking(html, email_id=email_id)
+    if email_type == EmailType.MARKETING and contact_id:
+        html = with_unsubscribe_footer(html, links["unsubscribeUrl"])
+    if estimated_size(html, attachment_bytes) > settings.SEND_MESSAGE_MAX_BYTES:
+        raise ValidationFailed.field(
+            "body", f"The message would exceed {settings.SEND_MESSAGE_MAX_BYTES} bytes", "too_big"
+        )
+    return Personal(subject=rendered.subject[:998], html=html)
+
+
+def not_rendered(refused: ValidationFailed) -> str:
+    """The error stored on an email whose personalization was refused."""
+    return f"Not rendered: {refused.errors[0]['field']}: {refused.errors[0]['message']}"
+
+
+# The subject and body of the campaigns whose emails delivery personalizes: campaign id -> (subject, body), given
+# by the campaigns app (`register_campaign_content`), which messaging does not import.
+_campaign_content: list[Callable[[set], dict]] = [lambda campaign_ids: {}]
+
+
+def register_campaign_content(lookup: Callable[[set], dict]) -> None:
+    _campaign_content[0] = lookup
+
+
+def emails_personalize_deferred(emails: list[Email], fail: Callable[[Email, str], None]) -> list[Email]:
+    """Personalize the claimed rows that a fan-out stored unrendered (in memory: the SENT mark stores the result)
+    and return the rows to send; a row that cannot be is failed through `fail` (a rendering limit, the size cap,
+    its campaign or its contact deleted meanwhile). Two queries for the whole batch, none for rendered rows."""
+    deferred = [email for email in emails if not email.rendered]
+    if not deferred:
+        return emails
+    contents = _campaign_content[0]({email.campaign_id for email in deferred})
+    contacts = {
+        row[0]: row[1:]
+        for row in Contact.objects.filter(id__in={email.contact_id for email in deferred}).values_list(
+            "id", "data", "subscribed"
+        )
+    }
+    failed = set()
+    for email in deferred:
+        content, contact = contents.get(email.campaign_id), contacts.get(email.contact_id)
+        if content is None or contact is None:
+            gone = "campaign" if content is None else "contact"
+            fail(email, f"The {gone} was deleted before the email was sent")
+            failed.add(email.id)
+            continue
+        try:
+            personal = personalize(
+                project=email.project,
+                subject=content[0],
+                body=content[1],
+                email_type=email.type,
+                source=email.source,
+                email_id=email.id,
+                to_email=email.to_email,
+                contact_id=email.contact_id,
+                subscribed=contact[1],
+                variables=contact[0],
+            )
+        except ValidationFailed as refused:
+            fail(email, not_rendered(refused))
+            failed.add(email.id)
+            continue
+        email.subject, email.html = personal.subject, personal.html
+    return [email for email in emails if email.id not in failed]
