@@ -1,3 +1,4 @@
+import json
 from datetime import datetime
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
@@ -35,12 +36,33 @@ def campaign_audience(*, campaign: Campaign, now: datetime | None = None) -> Que
     return contacts
 
 
+def _audience_key(campaign: Campaign) -> tuple:
+    condition = campaign.audience_condition if campaign.audience_type == AudienceType.FILTERED else None
+    segment = campaign.segment_id if campaign.audience_type == AudienceType.SEGMENT else None
+    return (
+        campaign.audience_type,
+        segment,
+        json.dumps(condition, sort_keys=True),
+        campaign.type == EmailType.TRANSACTIONAL,
+    )
+
+
+def campaigns_with_recipients(campaigns: list[Campaign]) -> list[Campaign]:
+    """The campaigns with `total_recipients` live while they are plans (DRAFT, SCHEDULED); once sent it is the
+    number of emails created, as stored. Campaigns with the same audience (a page of drafts to ALL) share one count,
+    taken at the same moment."""
+    now, counts = timezone.now(), {}
+    for campaign in campaigns:
+        if campaign.status in EDITABLE:
+            key = _audience_key(campaign)
+            if key not in counts:
+                counts[key] = campaign_audience(campaign=campaign, now=now).count()
+            campaign.total_recipients = counts[key]
+    return campaigns
+
+
 def campaign_with_recipients(campaign: Campaign) -> Campaign:
-    """The campaign with `total_recipients` live while it is a plan (DRAFT, SCHEDULED); once sent it is the
-    number of emails created, as stored."""
-    if campaign.status in EDITABLE:
-        campaign.total_recipients = campaign_audience(campaign=campaign).count()
-    return campaign
+    return campaigns_with_recipients([campaign])[0]
 
 
 def campaign_list(

@@ -56,8 +56,7 @@ class CampaignViewSet(ProjectScopedViewSet):
             descending=choice_param(params, "dir", ("asc", "desc"), "desc") == "desc",
         )
         page = offset_page(campaigns, params)
-        for campaign in page.rows:
-            selectors.campaign_with_recipients(campaign)
+        selectors.campaigns_with_recipients(page.rows)
         return Response(s.CampaignPageSerializer(page).data)
 
     @extend_schema(
