@@ -115,7 +115,9 @@ def _start(*, javascript: bool):
 
 
 @pytest.fixture(scope="session")
-def _drivers():
+def _drivers(django_db_setup):
+    """Quits the browsers before the test database goes: a browser keeps its connections to the live server open,
+    and each holds a database connection that would keep PostgreSQL from dropping it."""
     missing = _missing()
     if missing:
         reason = "browser tests need " + ", ".join(missing)
@@ -232,13 +234,15 @@ def _browser(drivers, live_server, *, javascript: bool) -> Browser:
     return browser
 
 
+# Fixture order matters at the end of the session, which tears down in reverse: browsers quit first, then the live
+# server stops, then the test database is dropped.
 @pytest.fixture
-def browser(_drivers, live_server) -> Browser:
+def browser(transactional_db, live_server, _drivers) -> Browser:
     """The browser with JavaScript on."""
     return _browser(_drivers, live_server, javascript=True)
 
 
 @pytest.fixture(params=[True, False], ids=["javascript", "no-javascript"])
-def any_browser(request, _drivers, live_server) -> Browser:
+def any_browser(request, transactional_db, live_server, _drivers) -> Browser:
     """Each of the two browsers in turn: the test runs with JavaScript on and with it off."""
     return _browser(_drivers, live_server, javascript=request.param)
