@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 SHELL := /bin/bash
 
-.PHONY: install install-dev run test lint format schema migrate clean-dev
+.PHONY: install install-dev run test lint format schema migrate clean-dev screenshots
 
 # The runtime alone (requirements.txt) for `make run`; tests and lint add requirements-dev.txt on top.
 $(BIN)/.installed: requirements.txt
@@ -39,6 +39,12 @@ run: migrate
 # The first line says which (.ci/test_services.py).
 test: install-dev
 	@$(BIN)/python .ci/test_services.py $(BIN)/pytest -q
+
+# docs/screenshots/: every page the browser tests check (marked `browser`), on the desktop and on a phone, taken in
+# Debian's chromium (packages chromium and chromium-driver); CI=true makes a missing browser an error, not a skip.
+screenshots: install-dev
+	rm -f docs/screenshots/*.png
+	CI=true SCREENSHOT_DIR=docs/screenshots $(BIN)/pytest -q -m browser
 
 lint: install-dev
 	$(BIN)/ruff check .

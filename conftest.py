@@ -17,6 +17,9 @@ from accounts.keys import KeyPair
 from accounts.models import Project
 from accounts.services import project_create, user_get_or_create
 
+# The real-browser fixtures (`browser`, `any_browser`), for the tests marked `browser` in any app.
+pytest_plugins = ["config.tests.browser"]
+
 PASSWORD = "correct horse battery"
 
 

@@ -8,6 +8,9 @@ from config.api.exceptions import error_json_response, route_not_found_response,
 from config.views import ConfigView, HealthView
 from core.errors import ErrorCode
 
+admin.site.site_header = "Herald administration"
+admin.site.site_title = "Herald admin"
+
 urlpatterns = [
     # The busiest routes first (tracking endpoints, /v1/track, /v1/send): Django tries the patterns in order.
     path("", include("messaging.engagement.urls")),

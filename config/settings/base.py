@@ -114,7 +114,9 @@ APPEND_SLASH = False
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
+        # Overrides of other apps' templates (the admin's), which an app's own templates folder cannot hold:
+        # Django's admin comes before every app of ours.
+        "DIRS": [BASE_DIR / "config" / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [

@@ -41,8 +41,11 @@ def _contact(token: str) -> Contact:
     return contact
 
 
-def _message(request, title: str, text: str, status: int = 200) -> HttpResponse:
-    return render(request, "messaging/message.html", {"title": title, "text": text}, status=status)
+def _message(request, title: str, text: str, status: int = 200, contact: Contact | None = None) -> HttpResponse:
+    """A page that only tells something; with the contact, it carries the sending project's name as every page of
+    a valid link does."""
+    context = {"title": title, "text": text, "contact": contact}
+    return render(request, "messaging/message.html", context, status=status)
 
 
 def _token_page(*, one_click: bool = False):
@@ -120,7 +123,7 @@ def subscribe_page(request, contact: Contact, token: str) -> HttpResponse:
     if request.method == "GET":
         return render(request, "messaging/subscribe.html", {"contact": contact, "token": token})
     contact_subscription_set(contact=contact, subscribed=True, source=SOURCE)
-    return _message(request, "You are subscribed", f"{contact.email} will receive our emails again.")
+    return _message(request, "You are subscribed", f"{contact.email} will receive our emails again.", contact=contact)
 
 
 @_token_page()
@@ -143,7 +146,9 @@ def manage_page(request, contact: Contact, token: str) -> HttpResponse:
             contact_snooze_set(contact=contact, period=None)
             notice = "Marketing emails are no longer paused."
         else:
-            return _message(request, "Nothing changed", "Please choose one of the options on the page.", 400)
+            return _message(
+                request, "Nothing changed", "Please choose one of the options on the page.", 400, contact=contact
+            )
     context = {
         "contact": contact,
         "token": token,
