@@ -78,7 +78,7 @@ def _enforce_csrf(request) -> None:
     reason = check.process_view(request._request, None, (), {})
     if reason:
         raise ServiceError(
-            f"CSRF verification failed: {reason}. Send the csrftoken cookie's value in the X-CSRFToken header",
+            f"CSRF verification failed: {reason.rstrip('.')}. Send the csrftoken cookie's value in the X-CSRFToken header",
             code=ErrorCode.CSRF_FAILED,
             status=403,
         )
