@@ -100,7 +100,7 @@ def dashboard_view(request):
         "figures": figures,
         "cap": COUNT_CAP,
         "queues": [(QUEUES[name], depth) for name, depth in figures.queues.items()],
-        "statuses": [(status.label, figures.emails_by_status.get(status.value, 0)) for status in Email.Status],
+        "statuses": [(status, figures.emails_by_status.get(status, 0)) for status in Email.Status.values],
         "overdue": [(OVERDUE[kind][1], count) for kind, count in figures.overdue.items()],
         "deliveries_total": sum(count for _, count in figures.deliveries_per_minute),
         "rate_minutes": RATE_WINDOW_MINUTES,
