@@ -46,9 +46,13 @@ class Figures:
 
 
 def emails_by_status_since(since: datetime) -> dict[str, int]:
-    """Emails accepted since `since`, by status: one range of the (project, created_at) index per project."""
+    """Emails accepted since `since`, by status: one range of the (project, created_at) index per project.
+
+    The project ids are read first and passed as a list: given a subquery instead, PostgreSQL walked the whole index
+    with the time as a filter."""
+    project_ids = list(Project.objects.values_list("id", flat=True))
     rows = (
-        Email.objects.filter(project__in=Project.objects.values("id"), created_at__gte=since)
+        Email.objects.filter(project_id__in=project_ids, created_at__gte=since)
         .values_list("status")
         .annotate(count=Count("id"))
         .order_by()

@@ -6,6 +6,7 @@ depths, emails of the last hour by status, overdue work, disabled projects).
 """
 
 import hmac
+import logging
 import time
 
 from django.conf import settings
@@ -25,6 +26,7 @@ from core.errors import ErrorCode
 from core.metrics import REQUEST_DURATION, multiprocess_mode
 from messaging.models import Email
 
+logger = logging.getLogger(__name__)
 # Any other method is labelled "other": a client must not be able to add label values at will.
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
@@ -49,9 +51,21 @@ class MetricsMiddleware:
 
 
 class DatabaseFigures:
-    """The figures read at scrape time, each as bounded as on the dashboard."""
+    """The figures read at scrape time, each as bounded as on the dashboard. When they cannot be read (the database
+    gone), the scrape still answers, with the processes' counts and `herald_figures_up 0`."""
 
     def collect(self):
+        try:
+            families = list(self._families())
+        except Exception:
+            logger.warning("Metrics: the database figures could not be read", exc_info=True)
+            families = []
+        yield from families
+        yield GaugeMetricFamily(
+            "herald_figures_up", "Whether the database figures were read.", value=int(bool(families))
+        )
+
+    def _families(self):
         queues = GaugeMetricFamily("herald_queue_depth", "Work waiting, by queue (tables capped).", labels=["queue"])
         for name, depth in queue_depths().items():
             if isinstance(depth, int):

@@ -132,6 +132,7 @@ def test_the_database_figures(scrape, project):
     assert value(samples, "herald_queue_depth", queue="emails_queued") == 4
     assert value(samples, "herald_overdue_work", kind="stuck_emails") == 0
     assert value(samples, "herald_projects_disabled_by_reputation") == 0
+    assert value(samples, "herald_figures_up") == 1
 
 
 @pytest.mark.integration
