@@ -5,6 +5,7 @@ from django.db.models import Count
 from accounts.mail import AccountEmail, account_email_queue
 from accounts.models import IdempotencyRecord, Invitation, Job, Membership, Project, User
 from accounts.services import project_auth_changed, project_disable, project_enable, project_regenerate_keys
+from core.counts import EstimatedCountPaginator
 
 
 @admin.register(User)
@@ -159,13 +160,17 @@ class IdempotencyRecordAdmin(admin.ModelAdmin):
     list_select_related = ["project"]
     raw_id_fields = ["project"]
     date_hierarchy = "created_at"
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
 
 
 @admin.register(Job)
 class JobAdmin(admin.ModelAdmin):
     list_display = ["id", "project", "type", "status", "progress", "created_at", "started_at", "finished_at"]
     list_filter = ["type", "status"]
-    search_fields = ["id", "project__name"]
+    search_fields = ["=id", "project__name"]
     list_select_related = ["project"]
     raw_id_fields = ["project"]
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
     readonly_fields = ["params", "result", "error", "created_at", "started_at", "finished_at"]

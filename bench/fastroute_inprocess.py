@@ -5,12 +5,20 @@ Both calls are answered by the fast route (config.api.fastroute); `--django` sen
 Django's view instead (an `Idempotency-Key` header, new per request, hands them over), for comparison.
 
     python bench/fastroute_inprocess.py [--calls 3000] [--rounds 3] [--database herald_bench_fast] [--django]
+
+Under callgrind, the CPU instructions of the measured calls alone (what a busy machine does not change; compare
+two versions of the code by this count per call):
+
+    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=/tmp/fast.cg \
+        python bench/fastroute_inprocess.py --calls 300 --rounds 1 --callgrind
+    callgrind_annotate /tmp/fast.cg | grep 'PROGRAM TOTALS'    # both paths' calls: divide by 2 x calls
 """
 
 import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 import uuid
@@ -20,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.serve import bench_env, fresh_database, setup_project, wsgi_environ
 
 
-def run(application, path: str, key: str, payload, calls: int, django: bool) -> tuple[float, float]:
+def run(application, path: str, key: str, payload, calls: int, django: bool, callgrind: bool = False):
     """(CPU microseconds of the calling thread, wall microseconds) per successful call. The thread's CPU leaves out
     the delivery hand-over thread and the database and Redis servers; it includes the client side of their
     round trips."""
@@ -29,6 +37,8 @@ def run(application, path: str, key: str, payload, calls: int, django: bool) -> 
     def start_response(status, headers, exc_info=None):
         statuses.append(status)
 
+    if callgrind:
+        subprocess.run(["callgrind_control", "--instr=on", str(os.getpid())], check=True, capture_output=True)
     cpu, wall = time.thread_time(), time.perf_counter()
     for n in range(calls):
         body = json.dumps(payload(n)).encode()
@@ -39,6 +49,8 @@ def run(application, path: str, key: str, payload, calls: int, django: bool) -> 
             )
         )
     cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
+    if callgrind:
+        subprocess.run(["callgrind_control", "--instr=off", str(os.getpid())], check=True, capture_output=True)
     assert set(statuses) == {"200 OK"}, set(statuses)
     return cpu / calls * 1e6, wall / calls * 1e6
 
@@ -50,6 +62,7 @@ def main() -> None:
     parser.add_argument("--database", default="herald_bench_fast")
     parser.add_argument("--redis-db", type=int, default=14)
     parser.add_argument("--django", action="store_true", help="through the Django view instead")
+    parser.add_argument("--callgrind", action="store_true", help="instrument only the measured calls")
     args = parser.parse_args()
 
     fresh_database(args.database)
@@ -72,7 +85,7 @@ def main() -> None:
         run(application, path, key, payload, 200, args.django)  # warm-up: caches, prepared statements
     for _ in range(args.rounds):
         for path, (key, payload) in cases.items():
-            results[path].append(run(application, path, key, payload, args.calls, args.django))
+            results[path].append(run(application, path, key, payload, args.calls, args.django, args.callgrind))
     for path, rounds in results.items():
         cpu = statistics.median(r[0] for r in rounds)
         wall = statistics.median(r[1] for r in rounds)

@@ -10,6 +10,17 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
+@signals.setup_logging.connect
+def _log_as_the_web_processes_do(**kwargs):
+    # Connected, this keeps Celery from replacing the root logger's handlers with its own: the worker's lines then
+    # have the settings' format (LOG_FORMAT) and their request and project ids.
+    import logging.config
+
+    from django.conf import settings
+
+    logging.config.dictConfig(settings.LOGGING)
+
+
 @signals.worker_process_init.connect
 def _freeze_loaded_objects(**kwargs):
     # As in the web workers (config/wsgi.py): what a worker process starts with lives as long as it does, and the
@@ -17,24 +28,36 @@ def _freeze_loaded_objects(**kwargs):
     gc.freeze()
 
 
+@signals.worker_process_shutdown.connect
+def _forget_process_metrics(pid=None, **kwargs):
+    from core.metrics import process_exited
+
+    process_exited(pid or os.getpid())
+
+
 @signals.before_task_publish.connect
 def _carry_request_id(headers=None, **kwargs):
-    # A task queued while serving a request logs under that request's id.
-    from config.api.middleware import current_request_id
+    # A task queued while serving a request logs under that request's id (and its project's).
+    from config.api.middleware import current_project_id, current_request_id
 
     request_id = current_request_id()
     if headers is not None and request_id != "-":
         headers.setdefault("request_id", request_id)
+        headers.setdefault("project_id", current_project_id())
 
 
 @signals.task_prerun.connect
 def _restore_request_id(task=None, **kwargs):
-    from config.api.middleware import set_request_id
+    from config.api.middleware import current_project_id, current_request_id, set_request_id
 
-    # Eager tasks (tests, development) run inside the request: keep its id and put it back afterwards.
-    task.request.herald_previous_request_id = set_request_id(
-        getattr(task.request, "request_id", None) or task.request.id or "-"
-    )
+    request = task.request
+    if request.is_eager and current_request_id() != "-":
+        # Eager tasks (tests, development) run inside the request that queued them: they keep its ids.
+        ids = (current_request_id(), current_project_id())
+    else:
+        ids = (getattr(request, "request_id", None) or request.id or "-", getattr(request, "project_id", None) or "-")
+    # Put back afterwards what was there before.
+    request.herald_previous_request_id = set_request_id(*ids)
 
 
 @signals.task_postrun.connect
@@ -44,3 +67,10 @@ def _forget_request_id(task=None, **kwargs):
     previous = getattr(task.request, "herald_previous_request_id", None)
     if previous is not None:
         reset_request_id(previous)
+
+
+@signals.task_failure.connect
+def _count_task_failure(sender=None, **kwargs):
+    from core.metrics import TASK_FAILURES
+
+    TASK_FAILURES.labels(task=getattr(sender, "name", "unknown")).inc()

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.core.cache import caches
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.migrations.executor import MigrationExecutor
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.jobs import jobs_stalled
@@ -25,6 +26,7 @@ from config import probes
 from config.schedule import BEAT_SCHEDULE
 from config.views import email_provider_name
 from core.cache import redis_client
+from core.counts import capped_count
 from domains import dns
 from messaging.models import Email
 from messaging.sending.transport import Transport
@@ -169,54 +171,91 @@ def check_migrations() -> Finding:
     return Finding("migrations", OK, "all applied")
 
 
-def check_queues() -> Finding:
-    """How much work waits: emails QUEUED, jobs PENDING, and the broker's and the delivery handover's lists."""
-    parts = [
-        f"{Email.objects.filter(status=Email.Status.QUEUED).count()} email(s) queued",
-        f"{Job.objects.filter(status=Job.Status.PENDING).count()} job(s) pending",
-    ]
+# What waits, as `queue_depths` names it: (key, how the doctor words a count of it).
+QUEUES = {
+    "emails_queued": "email(s) queued",
+    "jobs_pending": "job(s) pending",
+    "delivery_handover": "id(s) in the delivery handover list",
+    "broker": "task(s) waiting in the broker",
+}
+
+
+def queue_depths() -> dict[str, int | str]:
+    """How much work waits in each queue the installation has (see QUEUES): a count (capped at COUNT_CAP for the
+    tables), or why it could not be read. Shared by the doctor, the admin dashboard and /metrics."""
+    depths: dict[str, int | str] = {
+        "emails_queued": capped_count(Email.objects.filter(status=Email.Status.QUEUED)),
+        "jobs_pending": capped_count(Job.objects.filter(status=Job.Status.PENDING)),
+    }
     client = redis_client(caches["default"])
     if client is not None:
         try:
-            waiting = client.llen(caches["default"].make_and_validate_key("delivery:waiting"))
-            parts.append(f"{waiting} id(s) in the delivery handover list")
+            depths["delivery_handover"] = client.llen(caches["default"].make_and_validate_key("delivery:waiting"))
         except Exception as exc:
-            parts.append(f"delivery handover list unreadable ({type(exc).__name__})")
+            depths["delivery_handover"] = f"unreadable ({type(exc).__name__})"
     if settings.CELERY_BROKER_URL.startswith("redis"):
         try:
             from redis import Redis
 
             broker = Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=2)
-            depth = sum(broker.llen(f"celery{suffix}") for suffix in _PRIORITY_SUFFIXES)
-            parts.append(f"{depth} task(s) waiting in the broker")
+            depths["broker"] = sum(broker.llen(f"celery{suffix}") for suffix in _PRIORITY_SUFFIXES)
         except Exception as exc:
-            parts.append(f"broker queue unreadable ({type(exc).__name__})")
+            depths["broker"] = f"unreadable ({type(exc).__name__})"
     elif settings.CELERY_BROKER_URL.startswith("filesystem://"):
         folder = Path(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"])
-        parts.append(f"{sum(1 for path in folder.glob('*.msg'))} task(s) waiting in the broker folder")
+        depths["broker"] = sum(1 for path in folder.glob("*.msg"))
+    return depths
+
+
+def check_queues() -> Finding:
+    """How much work waits: emails QUEUED, jobs PENDING, and the broker's and the delivery handover's lists."""
+    parts = [
+        f"{depth} {QUEUES[name]}" if isinstance(depth, int) else f"{QUEUES[name]}: {depth}"
+        for name, depth in queue_depths().items()
+    ]
     return Finding("queues", INFO, "; ".join(parts))
+
+
+# Work the sweepers should have picked up, as `overdue_work` names it: the doctor's name for the check, and what
+# a count of it is.
+OVERDUE = {
+    "stuck_emails": ("stuck emails", "email(s) SENDING past their lease"),
+    "stuck_jobs": ("stuck jobs", "job(s) past their lease or never started"),
+    "overdue_campaigns": ("overdue campaigns", "scheduled campaign(s) past their time"),
+    "overdue_resumes": ("overdue workflow resumes", "workflow execution(s) waiting past their resume time"),
+}
+
+
+def overdue_work(now=None) -> dict[str, QuerySet]:
+    """The rows of each kind of overdue work (see OVERDUE), each an indexed range past its grace. Shared by the
+    doctor, the admin dashboard and /metrics."""
+    now = now or timezone.now()
+    lease = timedelta(seconds=settings.DELIVERY_LEASE_SECONDS)
+    return {
+        # The sweeper runs every minute: a row a minute past its lease is one it missed.
+        "stuck_emails": Email.objects.filter(
+            status=Email.Status.SENDING, claimed_at__lt=now - lease - timedelta(minutes=1)
+        ),
+        "stuck_jobs": jobs_stalled(now=now - timedelta(minutes=1)),
+        "overdue_campaigns": Campaign.objects.filter(
+            status=CampaignStatus.SCHEDULED, scheduled_for__lt=now - _CAMPAIGN_GRACE
+        ),
+        "overdue_resumes": WorkflowExecution.objects.filter(
+            status=ExecutionStatus.WAITING, resume_at__lt=now - _RESUME_GRACE
+        ),
+    }
 
 
 def check_stuck(now=None) -> list[Finding]:
     """Work that the sweepers should have picked up: each kind is a problem when any row waits past its grace."""
-    now = now or timezone.now()
-    lease = timedelta(seconds=settings.DELIVERY_LEASE_SECONDS)
-    # The sweeper runs every minute: a row a minute past its lease is one it missed.
-    sending = Email.objects.filter(status=Email.Status.SENDING, claimed_at__lt=now - lease - timedelta(minutes=1))
-    jobs = jobs_stalled(now=now - timedelta(minutes=1))
-    campaigns = Campaign.objects.filter(status=CampaignStatus.SCHEDULED, scheduled_for__lt=now - _CAMPAIGN_GRACE)
-    resumes = WorkflowExecution.objects.filter(status=ExecutionStatus.WAITING, resume_at__lt=now - _RESUME_GRACE)
     workers = "Check that Celery workers run (deploy/systemd/herald-worker.service) and celery-beat too."
-    kinds = [
-        ("stuck emails", sending.count(), "email(s) SENDING past their lease", workers),
-        ("stuck jobs", jobs.count(), "job(s) past their lease or never started", workers),
-        ("overdue campaigns", campaigns.count(), "scheduled campaign(s) past their time", workers),
-        ("overdue workflow resumes", resumes.count(), "workflow execution(s) waiting past their resume time", workers),
-    ]
-    return [
-        Finding(name, PROBLEM, f"{count} {what}", advice) if count else Finding(name, OK, f"no {what}")
-        for name, count, what, advice in kinds
-    ]
+    findings = []
+    for kind, rows in overdue_work(now).items():
+        (name, what), count = OVERDUE[kind], capped_count(rows)
+        findings.append(
+            Finding(name, PROBLEM, f"{count} {what}", workers) if count else Finding(name, OK, f"no {what}")
+        )
+    return findings
 
 
 def _guarded(name: str, check: Callable[[], Finding | list[Finding]]) -> list[Finding]:

@@ -14,3 +14,10 @@ threads = int(os.environ.get("WEB_THREADS", "4"))
 # again (docs/performance.md). The price: connections still waiting in the accept queue of a worker that is
 # restarted are reset, where a shared socket would hand them to a sibling.
 reuse_port = True
+
+
+def child_exit(server, worker):
+    # With PROMETHEUS_MULTIPROC_DIR, the files of a worker that exited are merged into the totals (core.metrics).
+    from core.metrics import process_exited
+
+    process_exited(worker.pid)

@@ -5,22 +5,28 @@ from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from config.api.exceptions import error_json_response, route_not_found_response, unexpected_error_envelope
+from config.dashboard import dashboard_view
+from config.metrics import metrics_view
 from config.views import ConfigView, HealthView
 from core.errors import ErrorCode
 
 admin.site.site_header = "Herald administration"
 admin.site.site_title = "Herald admin"
+# The admin index links to the operators' dashboard (config/dashboard.py).
+admin.site.index_template = "admin/herald_index.html"
 
 urlpatterns = [
     # The busiest routes first (tracking endpoints, /v1/track, /v1/send): Django tries the patterns in order.
     path("", include("messaging.engagement.urls")),
     path("", include("contacts.api.urls")),
     path("", include("messaging.urls")),
+    path("admin/dashboard/", admin.site.admin_view(dashboard_view), name="admin-dashboard"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("config", ConfigView.as_view(), name="config"),
     path("health", HealthView.as_view(), name="health"),
+    path("metrics", metrics_view, name="metrics"),
     path("", include("accounts.api.urls")),
     path("", include("campaigns.api.urls")),
     path("", include("segments.api.urls")),
@@ -40,7 +46,7 @@ def route_not_found(request, *args, **kwargs):
 
 
 # Last: an unknown route answers with the envelope whatever DEBUG is.
-urlpatterns.append(re_path(r"^", route_not_found))
+urlpatterns.append(re_path(r"^", route_not_found, name="route-not-found"))
 
 
 def handler404(request, exception=None):

@@ -7,31 +7,11 @@ admin in accounts.
 import json
 
 from django.contrib import admin
-from django.core.paginator import Paginator
-from django.db import connection
-from django.utils.functional import cached_property
 from django.utils.html import format_html
 
 from contacts.models import Contact, Event
 from contacts.services import contact_update, contacts_subscription_bulk_set
-
-
-class EstimatedCountPaginator(Paginator):
-    """On PostgreSQL the planner's row estimate replaces COUNT(*) (which reads every row of a million-row table);
-    page links stay approximate, pages themselves are exact."""
-
-    @cached_property
-    def count(self) -> int:
-        if connection.vendor != "postgresql":
-            return super().count
-        sql, params = self.object_list.query.sql_with_params()
-        with connection.cursor() as cursor:
-            cursor.execute(f"EXPLAIN (FORMAT JSON) {sql}", params)
-            plan = cursor.fetchone()[0]
-        plan = json.loads(plan) if isinstance(plan, str) else plan
-        estimate = int(plan[0]["Plan"]["Plan Rows"])
-        # Small results are counted exactly, so a filtered list shows its true size.
-        return super().count if estimate < 10_000 else estimate
+from core.counts import EstimatedCountPaginator
 
 
 def _pretty(value) -> str:

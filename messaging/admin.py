@@ -2,6 +2,7 @@ from django import forms
 from django.contrib import admin
 from django.utils.html import format_html
 
+from core.counts import EstimatedCountPaginator
 from core.errors import ServiceError, ValidationFailed
 from messaging.content.serializers import TemplateInputSerializer
 from messaging.content.services import content_check
@@ -86,7 +87,8 @@ class EmailAdmin(admin.ModelAdmin):
         "clicked_at",
     ]
     exclude = ["html"]
-    date_hierarchy = "created_at"
+    # No date_hierarchy: its bounds (MIN/MAX of created_at) would read every email, created_at alone is not indexed.
+    paginator = EstimatedCountPaginator
     show_full_result_count = False
     actions = ["retry_now"]
 
@@ -109,8 +111,12 @@ class EmailAdmin(admin.ModelAdmin):
 @admin.register(AttachmentBundle)
 class AttachmentBundleAdmin(admin.ModelAdmin):
     list_display = ["id", "project", "total_bytes", "created_at"]
+    search_fields = ["=id", "project__name"]
+    list_select_related = ["project"]
     raw_id_fields = ["project"]
     exclude = ["items"]
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
 
 
 @admin.register(Suppression)
@@ -120,7 +126,7 @@ class SuppressionAdmin(admin.ModelAdmin):
     search_fields = ["email", "=project__id", "project__name"]
     list_select_related = ["project"]
     raw_id_fields = ["project", "source_email"]
-    date_hierarchy = "created_at"
+    paginator = EstimatedCountPaginator
     show_full_result_count = False
     actions = ["remove"]
 
@@ -162,6 +168,7 @@ class WebhookReceiptAdmin(admin.ModelAdmin):
     list_select_related = ["project"]
     raw_id_fields = ["project", "email"]
     date_hierarchy = "received_at"
+    paginator = EstimatedCountPaginator
     show_full_result_count = False
 
     def has_add_permission(self, request):
@@ -254,6 +261,7 @@ class EmailStatsHourAdmin(admin.ModelAdmin):
     list_select_related = ["project"]
     date_hierarchy = "hour"
     ordering = ["-hour"]
+    paginator = EstimatedCountPaginator
     show_full_result_count = False
 
     def has_add_permission(self, request):

@@ -27,7 +27,7 @@ class MembershipInline(admin.TabularInline):
 class SegmentAdmin(admin.ModelAdmin):
     list_display = ["name", "project", "type", "member_count", "track_membership", "refreshed_at", "created_at"]
     list_filter = ["type", "track_membership"]
-    search_fields = ["name", "id"]
+    search_fields = ["name", "=id", "project__name"]
     list_select_related = ["project"]
     raw_id_fields = ["project"]
     fields = [

@@ -5,6 +5,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.utils.html import format_html, format_html_join
 
+from core.counts import EstimatedCountPaginator
 from core.errors import Conflict
 from workflows.models import ACTIVE_STATUSES, Workflow, WorkflowExecution, WorkflowStepExecution
 from workflows.selectors import workflow_with_graph
@@ -86,7 +87,8 @@ class StepExecutionInline(admin.TabularInline):
 @admin.register(WorkflowExecution)
 class WorkflowExecutionAdmin(admin.ModelAdmin):
     list_display = ["id", "workflow", "contact", "status", "current_step", "resume_at", "started_at", "completed_at"]
-    list_filter = ["status", ("workflow", admin.RelatedOnlyFieldListFilter)]
+    # Every workflow, not only those with executions: listing those would read the whole executions table.
+    list_filter = ["status", "workflow"]
     search_fields = ["=id", "contact__email", "workflow__name"]
     list_select_related = ["workflow", "contact", "current_step"]
     fields = [
@@ -96,6 +98,7 @@ class WorkflowExecutionAdmin(admin.ModelAdmin):
     readonly_fields = fields
     inlines = [StepExecutionInline]
     ordering = ["-created_at"]
+    paginator = EstimatedCountPaginator
     show_full_result_count = False
     actions = ["cancel"]
 

@@ -15,6 +15,7 @@ from rest_framework.authentication import BaseAuthentication, CSRFCheck
 from accounts.keys import KeyKind
 from accounts.models import Membership, Project, User
 from accounts.selectors import api_key_lookup, session_membership
+from config.api.middleware import set_project_id
 from core.errors import AuthError, BadRequest, ErrorCode, ServiceError
 
 _KEY_NAMES = {KeyKind.PUBLIC: "a public key (pk_)", KeyKind.SECRET: "a secret key (sk_)"}
@@ -56,6 +57,7 @@ def project_admit(request, project: Project, kind: KeyKind, membership: Membersh
     against the project from here on, even if it fails, and a disabled project is refused."""
     request._request.herald_project_id = project.id
     request._request.herald_key_kind = kind
+    set_project_id(project.id)
     if project.disabled:
         reason = f" ({project.disabled_reason})" if project.disabled_reason else ""
         raise ServiceError(f"This project is disabled{reason}", code=ErrorCode.PROJECT_DISABLED, status=403)

@@ -79,6 +79,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: it times everything below it (GET /metrics, config/metrics.py).
+    "config.metrics.MetricsMiddleware",
     "config.api.middleware.RequestIdMiddleware",
     "config.api.sanity.NulCharacterMiddleware",
     "corsheaders.middleware.CorsMiddleware",
@@ -328,6 +330,8 @@ SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
 SECURE_REDIRECT_EXEMPT = [r"^health$"]
 # Operators' pages (/admin/) answer only on this host when it is set (e.g. an internal name); elsewhere they are 404.
 ADMIN_HOST = env.str("ADMIN_HOST", default="").lower()
+# GET /metrics (Prometheus) answers a scraper sending this as a Bearer token; unset, the route does not exist (404).
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
 
 # Admin logins: a user name is locked out from an address after this many failures, for this many minutes
 # (django-axes; the API's keys are not passwords and are rate-limited per project instead).
@@ -381,17 +385,23 @@ STORAGES = {
 }
 WHITENOISE_USE_FINDERS = True
 
-# Logging: every line carries the request id (or the id of the request that queued a task) ------------------
+# Logging: every line carries the request id (or the id of the request that queued a task) and, once the request
+# is authenticated, its project's id. LOG_FORMAT=json writes one JSON object per line (config/logs.py) for a log
+# collector; `plain` is for people reading a terminal.
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+LOG_FORMAT = env.str("LOG_FORMAT", default="plain")
+if LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be plain or json, not {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "filters": {"request_id": {"()": "config.api.middleware.RequestIdLogFilter"}},
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s [%(request_id)s] %(name)s: %(message)s"},
+        "plain": {"format": "%(asctime)s %(levelname)s [%(request_id)s %(project_id)s] %(name)s: %(message)s"},
+        "json": {"()": "config.logs.JsonFormatter"},
     },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["request_id"]},
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_id"]},
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {

@@ -62,9 +62,9 @@ def _stop(process: subprocess.Popen) -> None:
 
 
 @contextmanager
-def celery_worker(concurrency: int = 2, pool: str = "prefork", **env):
+def celery_worker(concurrency: int = 2, pool: str = "prefork", stderr=None, **env):
     """A worker on the test database; `pool="solo"` runs tasks in the worker process itself, so killing that one
-    process kills the task where it stands."""
+    process kills the task where it stands. Its log goes to `stderr` (a file) when given."""
     process = subprocess.Popen(
         [
             str(BIN / "celery"),
@@ -83,6 +83,7 @@ def celery_worker(concurrency: int = 2, pool: str = "prefork", **env):
         ],
         cwd=ROOT,
         env=process_env(**env),
+        stderr=stderr,
     )
     try:
         yield process

@@ -92,3 +92,21 @@ def test_the_delivery_lease_is_checked_against_the_smtp_timeout_and_the_take_ove
 
     settings.DELIVERY_LEASE_SECONDS, settings.EMAIL_TIMEOUT = lease, timeout
     assert [message.id for message in run_checks() if message.id in ("herald.W003", "herald.W004")] == expected
+
+
+def test_an_unknown_log_format_stops_the_start_naming_the_setting():
+    out = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=settings.BASE_DIR,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HOME": "/tmp",
+            "DJANGO_SETTINGS_MODULE": "config.settings.base",
+            "SECRET_KEY": settings.SECRET_KEY,
+            "LOG_FORMAT": "xml",
+        },
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode != 0
+    assert "LOG_FORMAT must be plain or json, not 'xml'" in out.stderr

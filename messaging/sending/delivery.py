@@ -33,6 +33,7 @@ from django.utils import timezone
 from contacts.services import contact_stub, events_record_bulk
 from core.db import execute_prepared
 from core.errors import ServiceError
+from core.metrics import DELIVERY_LATENCY
 from core.time import iso
 from domains.models import Domain
 from domains.services import domain_sign_message, sender_domain_for
@@ -412,6 +413,7 @@ def _send_claimed(emails: list[Email], report: DeliveryReport) -> None:
             sent_at = timezone.now()
             if _mark_sent(cursor, email, sent_at, provider_id):
                 report.sent.append((email, sent_at))
+                DELIVERY_LATENCY.observe((sent_at - email.created_at).total_seconds())
 
 
 @contextmanager
