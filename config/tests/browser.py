@@ -182,11 +182,23 @@ class Browser:
         field.send_keys(value)
 
     def _submit(self, element) -> None:
-        from selenium.webdriver.support import expected_conditions
+        from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
         from selenium.webdriver.support.wait import WebDriverWait
 
+        def left_the_page(_driver) -> bool:
+            try:
+                element.is_enabled()
+            except StaleElementReferenceException:
+                return True
+            except WebDriverException as exc:
+                # chromedriver's other word for a stale element, when it asks while the next page replaces it.
+                if "does not belong to the document" in str(exc):
+                    return True
+                raise
+            return False
+
         element.click()
-        WebDriverWait(self.driver, 10).until(expected_conditions.staleness_of(element))
+        WebDriverWait(self.driver, 10).until(left_the_page)
 
     def axe_violations(self) -> list[dict]:
         from selenium_axe_python import Axe

@@ -11,6 +11,7 @@ pytestmark = pytest.mark.browser
 # The admin pages an operator uses, by screenshot name: one line each.
 ADMIN_PAGES = {
     "admin-index": "/admin/",
+    "admin-dashboard": "/admin/dashboard/",
 }
 
 EMAIL, PASSWORD = "operator@example.test", "the operator's password"
