@@ -4,7 +4,7 @@ members and setup state (`/projects/:id/*`). docs/accounts.md explains them for 
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.contrib.auth import login, logout
+from django.contrib.auth import get_user, login, logout
 from django.http import HttpResponseRedirect
 from django.middleware.csrf import get_token
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -69,7 +69,10 @@ class LoginView(PublicApiView):
 class LogoutView(PublicApiView):
     @extend_schema(operation_id="auth_logout", request=None, responses={200: s.SuccessSerializer})
     def get(self, request):
-        # Deletes the session on the server: a copy of the cookie is worthless from here on.
+        # Deletes the session on the server: a copy of the cookie is worthless from here on. Django's logout tells
+        # the receivers of `user_logged_out` whom it logged out (the session cache forgets their access): this view
+        # authenticates no one, so the session's user is named first.
+        request._request.user = get_user(request._request)
         logout(request._request)
         return Response({"success": True})
 

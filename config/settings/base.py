@@ -183,6 +183,10 @@ DNS_TIMEOUT_SECONDS = env.float("DNS_TIMEOUT_SECONDS", default=3.0)
 API_KEY_CACHE_SECONDS = env.int(
     "API_KEY_CACHE_SECONDS", default=300 if CACHES["default"]["BACKEND"].endswith("RedisCache") else 0
 )
+# The same for a dashboard session's access to a project (accounts.sessioncache): Redis only, for the same reason.
+SESSION_ACCESS_CACHE_SECONDS = env.int(
+    "SESSION_ACCESS_CACHE_SECONDS", default=300 if CACHES["default"]["BACKEND"].endswith("RedisCache") else 0
+)
 
 # API behaviour ------------------------------------------------------------------------------------------------
 API_RATE_LIMIT_PER_MINUTE = env.int("API_RATE_LIMIT_PER_MINUTE", default=1000)
