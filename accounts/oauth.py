@@ -122,7 +122,8 @@ def oauth_finish(*, provider: str, session, params: Mapping[str, str]) -> User:
     chosen = _provider(provider)
     pending = session.pop(_session_key(chosen), None)
     if params.get("error"):
-        raise OAuthFailed(f"Sign-in with {chosen.title} was cancelled ({params['error']})", code=ErrorCode.OAUTH_DENIED)
+        # The provider's own error text is not repeated: it came in the query, which anyone can write.
+        raise OAuthFailed(f"Sign-in with {chosen.title} was cancelled", code=ErrorCode.OAUTH_DENIED)
     state, code = params.get("state") or "", params.get("code") or ""
     if not pending or not code or not constant_time_compare(state, pending["state"]):
         raise OAuthFailed(
