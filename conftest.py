@@ -2,10 +2,14 @@
 
 Admin pages are tested with pytest-django's `admin_client` (a test client logged in as a superuser)."""
 
+import json
 import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 import redis
@@ -90,6 +94,36 @@ def concurrently(call, items, *, threads: int = 8) -> list:
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
         return list(pool.map(run, items))
+
+
+def json_server(answer) -> ThreadingHTTPServer:
+    """A stand-in for an HTTP API beyond the machine, served on loopback from a thread (`server_address` names its
+    port; shut it down after). `answer(method, path, params, headers)` gives the status, the JSON body (None for an
+    empty one) and extra headers; `params` are the form body's fields, or the query's when there is no body."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self):
+            url = urlsplit(self.path)
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length).decode() if length else url.query
+            params = dict(parse_qsl(body, keep_blank_values=True))
+            status, payload, headers = answer(self.command, url.path, params, self.headers)
+            data = b"" if payload is None else json.dumps(payload).encode()
+            self.send_response(status)
+            for name, value in {"Content-Type": "application/json", **headers}.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = _answer
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
 
 
 # The Redis of the tests that need one (they skip without it), whatever the cache of the run.

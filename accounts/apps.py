@@ -1,4 +1,25 @@
 from django.apps import AppConfig
+from django.contrib.auth.signals import user_logged_out
+from django.db.models.signals import post_delete, post_save
+
+
+def _forget_user_sessions(*, instance, **kwargs) -> None:
+    from accounts.sessioncache import forget_user
+
+    forget_user(instance.pk)
+
+
+def _forget_logged_out(*, user, **kwargs) -> None:
+    if user is not None:
+        from accounts.sessioncache import forget_user
+
+        forget_user(user.pk)
+
+
+def _forget_project_sessions(*, instance, **kwargs) -> None:
+    from accounts.sessioncache import forget_project
+
+    forget_project(instance.project_id)
 
 
 class AccountsConfig(AppConfig):
@@ -11,3 +32,13 @@ class AccountsConfig(AppConfig):
         from accounts.jobs import register_job_task
 
         register_job_task(services.PROJECT_RESET_JOB, lambda job_id: tasks.project_reset_task.delay(job_id))
+
+        # The sessions' cached access to projects (accounts.sessioncache) is forgotten on every change to a user or a
+        # membership, whoever makes it: the services, the admin (its inlines too), deletes that cascade, logins.
+        from accounts.models import Membership, User
+
+        post_save.connect(_forget_user_sessions, sender=User, dispatch_uid="accounts-sessions-user-save")
+        post_delete.connect(_forget_user_sessions, sender=User, dispatch_uid="accounts-sessions-user-delete")
+        user_logged_out.connect(_forget_logged_out, dispatch_uid="accounts-sessions-logout")
+        post_save.connect(_forget_project_sessions, sender=Membership, dispatch_uid="accounts-sessions-member-save")
+        post_delete.connect(_forget_project_sessions, sender=Membership, dispatch_uid="accounts-sessions-member-del")

@@ -57,6 +57,13 @@ return {entry, count}
 )  # run by its SHA (EVALSHA), loaded into Redis on first use
 
 
+def counter_key_parts(cache, window: Window, kind: str) -> tuple[str, str]:
+    """The full cache key of a project's rate-limit counter in `window`, around the place of the project id: a
+    script that learns the project from an entry counts the request in `head .. project_id .. tail`."""
+    head, _, tail = cache.make_key(window.key(project_scope("\0", kind))).rpartition("\0")
+    return head, tail
+
+
 def _get(key: str, window: Window | None, kind: str):
     cache = caches["default"]
     client = redis_client(cache)
@@ -66,7 +73,7 @@ def _get(key: str, window: Window | None, kind: str):
     if window is None:
         raw = client.get(full_key)
     else:
-        head, _, tail = cache.make_key(window.key(project_scope("\0", kind))).rpartition("\0")
+        head, tail = counter_key_parts(cache, window, kind)
         raw, count = _GET_AND_COUNT([full_key], [json.dumps(STALE), head, tail, window.timeout], client=client)
         if count >= 0:
             window.count = count
@@ -83,19 +90,28 @@ def cached_project(digest: str, window: Window | None = None, kind: str = "") ->
         return STALE
     if entry is None or entry == STALE:
         return entry
+    return project_from_entry(entry)
+
+
+def project_from_entry(entry: list) -> Project:
+    """The project of a cache entry's FIELDS values (`project_entry`)."""
     values = dict(zip(FIELDS, entry, strict=True))
     values["id"] = uuid.UUID(values["id"])
     # Built as if loaded from the database with only these columns: any other field (tracking mode, ...) is
     # deferred and read fresh from the database on first access, never a silent default.
     # from_db takes the values in the model's field order.
     names = [field.attname for field in Project._meta.concrete_fields if field.attname in values]
-    project = Project.from_db("default", names, [values[name] for name in names])
-    return project
+    return Project.from_db("default", names, [values[name] for name in names])
+
+
+def project_entry(project: Project) -> list:
+    """The project's FIELDS values, as JSON can hold them."""
+    return [str(getattr(project, name)) if name == "id" else getattr(project, name) for name in FIELDS]
 
 
 def remember(digest: str, project: Project) -> None:
     cache = caches["default"]
-    entry = json.dumps([str(getattr(project, name)) if name == "id" else getattr(project, name) for name in FIELDS])
+    entry = json.dumps(project_entry(project))
     try:
         client = redis_client(cache)
         if client is None:

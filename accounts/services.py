@@ -5,7 +5,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from accounts import keycache, registry
+from accounts import keycache, registry, sessioncache
 from accounts.jobs import job_create, job_run
 from accounts.keys import KeyPair, generate_pair, hash_key
 from accounts.models import IdempotencyRecord, Job, Membership, Project, User
@@ -46,8 +46,10 @@ def project_create(*, name: str, owner: User) -> tuple[Project, KeyPair]:
 
 
 def project_auth_changed(*, project: Project) -> None:
-    """Make every process re-read the project for its current keys (after a rename, disable, enable, delete)."""
+    """Make every process re-read the project for its current keys and sessions (after a rename, disable, enable,
+    delete)."""
     keycache.forget(hash_key(project.public_key), project.secret_key_hash)
+    sessioncache.forget_project(project.pk)
 
 
 def project_regenerate_keys(*, project: Project) -> KeyPair:

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.contrib.auth import password_validation
 from django.core.cache import caches
 from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -148,6 +149,44 @@ def session_purge_expired() -> None:
     engine.SessionStore.clear_expired()
 
 
-def oauth_providers() -> dict[str, bool]:
-    """Which OAuth sign-in providers are configured (their client id is set)."""
-    return {"github": bool(settings.GITHUB_CLIENT_ID), "google": bool(settings.GOOGLE_CLIENT_ID)}
+@transaction.atomic
+def user_from_provider(*, email: str, verified: bool, provider: str) -> User:
+    """The account a sign-in through an OAuth provider opens, by the address the provider vouches for.
+
+    1. An address the provider has not verified is refused: anyone can type an address into a provider's profile,
+       and it must neither open an account that is somebody else's nor create one.
+    2. A known address is that account. If the account had not verified its address, whoever chose its password
+       never proved the address was theirs (someone may have signed up with it first): the password is dropped,
+       which ends that person's sessions too, and the owner sets one through a password reset if they want one.
+    3. An unknown address is a new account (unless sign-ups are off), with no password, its address verified.
+    Either way the address counts as verified from here on, which joins the projects it was invited to.
+    """
+    if not verified:
+        raise Forbidden(
+            f"{provider} has not verified this account's email address. Verify it there, then sign in again",
+            code=ErrorCode.OAUTH_EMAIL_UNVERIFIED,
+        )
+    email = _normalized(email)
+    try:
+        validate_email(email)
+    except ValidationError:
+        raise Forbidden(f"{provider} gave no usable email address", code=ErrorCode.OAUTH_EMAIL_UNVERIFIED) from None
+    user = User.objects.select_for_update().filter(email=email).first()
+    if user is None:
+        if settings.SIGNUPS_DISABLED:
+            raise Forbidden("Sign-ups are disabled on this installation", code=ErrorCode.SIGNUPS_DISABLED)
+        user = User(email=email)
+        user.set_unusable_password()
+        try:
+            with transaction.atomic():
+                user.save()
+        except IntegrityError:  # the same person's two callbacks at once
+            user = User.objects.get(email=email)
+    if not user.is_active:
+        raise AuthError("This account is disabled", code=ErrorCode.INVALID_CREDENTIALS)
+    if user.email_verified_at is None:
+        if user.has_usable_password():
+            user.set_unusable_password()
+            user.save(update_fields=["password"])
+        _mark_verified(user)
+    return user

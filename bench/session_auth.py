@@ -4,11 +4,18 @@ session cookie and `X-Project-Id`, in alternating rounds (PostgreSQL and Redis a
 and the sessions' cache are on).
 
     python bench/session_auth.py [--calls 2000] [--rounds 5] [--database herald_bench_accounts] [--redis-db 11]
+
+Under callgrind, the CPU instructions of one case's calls alone (what a busy machine does not change), once per case:
+
+    valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=/tmp/session.cg \
+        python bench/session_auth.py --calls 300 --callgrind session
+    callgrind_annotate /tmp/session.cg | grep 'PROGRAM TOTALS'    # divide by the calls
 """
 
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import time
 from http.cookies import SimpleCookie
@@ -69,6 +76,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--database", default="herald_bench_accounts")
     parser.add_argument("--redis-db", type=int, default=11)
+    parser.add_argument("--callgrind", choices=["key", "session"], help="instrument only this case's calls")
     args = parser.parse_args()
 
     fresh_database(args.database)
@@ -87,6 +95,13 @@ def main() -> None:
     results = {name: [] for name in cases}
     for headers in cases.values():
         run(application, args.path, headers, 200)  # warm-up: caches, prepared statements
+    if args.callgrind:
+        control = ["callgrind_control", "--instr={}", str(os.getpid())]
+        subprocess.run([part.format("on") for part in control], check=True, capture_output=True)
+        run(application, args.path, cases[args.callgrind], args.calls)
+        subprocess.run([part.format("off") for part in control], check=True, capture_output=True)
+        print(f"{args.callgrind}: {args.calls} calls instrumented")
+        return
     for _ in range(args.rounds):
         for name, headers in cases.items():
             results[name].append(run(application, args.path, headers, args.calls))

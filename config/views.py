@@ -8,7 +8,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from accounts.billing.provider import provider_enabled
-from accounts.users import oauth_providers
+from accounts.oauth import oauth_providers
 from config import probes
 from config.api.views import PublicApiView
 

@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import path, re_path
 
 from accounts.api import views
 
@@ -11,6 +11,8 @@ urlpatterns = [
     path("auth/request-password-reset", views.RequestPasswordResetView.as_view(), name="auth-request-reset"),
     path("auth/reset-password", views.ResetPasswordView.as_view(), name="auth-reset-password"),
     path("auth/oauth-config", views.OAuthConfigView.as_view(), name="auth-oauth-config"),
+    re_path(r"^oauth/(?P<provider>github|google)/outbound$", views.OAuthOutboundView.as_view(), name="oauth-outbound"),
+    re_path(r"^oauth/(?P<provider>github|google)/callback$", views.OAuthCallbackView.as_view(), name="oauth-callback"),
     path("auth/accept-invitation", views.AcceptInvitationView.as_view(), name="auth-accept-invitation"),
     path("users/@me", views.MeView.as_view(), name="users-me"),
     path("users/@me/projects", views.ProjectsView.as_view(), name="users-me-projects"),

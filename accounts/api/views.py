@@ -1,18 +1,23 @@
 """Account endpoints: sign-up and the browser session (`/auth/*`), the user's projects (`/users/@me/projects`), and
 members and setup state (`/projects/:id/*`). docs/accounts.md explains them for a dashboard."""
 
-from django.contrib.auth import login, logout
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.contrib.auth import get_user, login, logout
+from django.http import HttpResponseRedirect
 from django.middleware.csrf import get_token
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from accounts import members, registry, selectors, services, users
+from accounts import members, oauth, registry, selectors, services, users
 from accounts.api import serializers as s
 from accounts.models import Membership
 from config.api.schema import ERROR_RESPONSE as ERROR
 from config.api.validation import validate
 from config.api.views import AccountView, MemberProjectView, PublicApiView
+from core.errors import ServiceError
 
 Role = Membership.Role
 
@@ -64,7 +69,10 @@ class LoginView(PublicApiView):
 class LogoutView(PublicApiView):
     @extend_schema(operation_id="auth_logout", request=None, responses={200: s.SuccessSerializer})
     def get(self, request):
-        # Deletes the session on the server: a copy of the cookie is worthless from here on.
+        # Deletes the session on the server: a copy of the cookie is worthless from here on. Django's logout tells
+        # the receivers of `user_logged_out` whom it logged out (the session cache forgets their access): this view
+        # authenticates no one, so the session's user is named first.
+        request._request.user = get_user(request._request)
         logout(request._request)
         return Response({"success": True})
 
@@ -115,7 +123,30 @@ class ResetPasswordView(PublicApiView):
 class OAuthConfigView(PublicApiView):
     @extend_schema(operation_id="auth_oauth_config", responses={200: s.OAuthConfigSerializer})
     def get(self, request):
-        return Response({name: {"enabled": enabled} for name, enabled in users.oauth_providers().items()})
+        return Response({name: {"enabled": enabled} for name, enabled in oauth.oauth_providers().items()})
+
+
+class OAuthOutboundView(PublicApiView):
+    """The dashboard's "Sign in with ..." link: a redirect to the provider (404 when it is not configured)."""
+
+    @extend_schema(operation_id="oauth_outbound", responses={302: None, 404: ERROR})
+    def get(self, request, provider):
+        return HttpResponseRedirect(oauth.oauth_start(provider=provider, session=request.session))
+
+
+class OAuthCallbackView(PublicApiView):
+    """Where the provider sends the browser back: logged in and on to the dashboard, or to the dashboard's login page
+    with `error=<code>&message=<text>` (a browser is on this page, not a script that could read an error body)."""
+
+    @extend_schema(operation_id="oauth_callback", responses={302: None})
+    def get(self, request, provider):
+        try:
+            user = oauth.oauth_finish(provider=provider, session=request.session, params=request.query_params)
+        except ServiceError as exc:
+            query = urlencode({"error": exc.code, "message": exc.message})
+            return HttpResponseRedirect(f"{settings.DASHBOARD_URL}/auth/login?{query}")
+        _log_in(request, user)
+        return HttpResponseRedirect(settings.DASHBOARD_URL)
 
 
 class AcceptInvitationView(AccountView):

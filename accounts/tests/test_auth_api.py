@@ -227,7 +227,8 @@ def test_expired_tokens_are_invalid(browser, project, smtp_sink, committed, sett
 
 
 def test_oauth_config_follows_the_settings(browser, settings):
-    settings.GITHUB_CLIENT_ID, settings.GOOGLE_CLIENT_ID = "gh-client", ""
+    settings.GITHUB_CLIENT_ID, settings.GITHUB_CLIENT_SECRET = "gh-client", "gh-secret"
+    settings.GOOGLE_CLIENT_ID, settings.GOOGLE_CLIENT_SECRET = "", "google-secret"
     assert browser.get("/auth/oauth-config").json() == {"github": {"enabled": True}, "google": {"enabled": False}}
 
 

@@ -8,15 +8,19 @@ same `ProjectAccess` (docs/accounts.md, "Sessions").
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY
 from django.utils.crypto import constant_time_compare
 from rest_framework.authentication import BaseAuthentication, CSRFCheck
 
+from accounts import sessioncache
 from accounts.keys import KeyKind
 from accounts.models import Membership, Project, User
 from accounts.selectors import api_key_lookup, session_membership
 from config.api.middleware import set_project_id
+from config.api.ratelimit import COUNTED_ENVIRON_KEY
 from core.errors import AuthError, BadRequest, ErrorCode, ServiceError
+from core.ratelimit import Window
 
 _KEY_NAMES = {KeyKind.PUBLIC: "a public key (pk_)", KeyKind.SECRET: "a secret key (sk_)"}
 
@@ -112,18 +116,27 @@ class SessionAuthentication(BaseAuthentication):
     """The dashboard's session cookie on a project endpoint, with the project in `X-Project-Id`: 400 without it,
     403 PROJECT_ACCESS_DENIED when the user is not a member (or there is no such project).
 
-    The user and the membership come from one query (`session_membership`), not from Django's lazy
-    `request.user` and a second query: the session is read from the cache, so this is the request's only extra
-    round trip to the database. Django's path still answers the rare requests that name no project or one the user
-    is not a member of, to tell a dead session (401) from a refused project (400, 403)."""
+    With Redis, the session's access to the project is found in the shared session cache (`accounts.sessioncache`)
+    and the request counted in the rate limit in the same round trip, as a key request finds its project: the
+    session itself is not read. Otherwise (and to fill the cache) the user and the membership come from one query
+    (`session_membership`), not from Django's lazy `request.user` and a second query. Django's path still answers
+    the rare requests that name no project or one the user is not a member of, to tell a dead session (401) from a
+    refused project (400, 403)."""
 
     def authenticate(self, request):
         session = getattr(request._request, "session", None)
-        user_id = session.get(SESSION_KEY) if session is not None else None
+        if session is None:
+            return None
+        project_id = request.META.get("HTTP_X_PROJECT_ID", "").strip()
+        if project_id and sessioncache.enabled():
+            cached = self._cached(request, session, project_id)
+            if cached is not None:
+                return cached
+        user_id = session.get(SESSION_KEY)
         if user_id is None:
             return None
         _enforce_csrf(request)
-        project_id = request.META.get("HTTP_X_PROJECT_ID", "").strip()
+        seen = sessioncache.generations(user_id, project_id) if project_id and sessioncache.enabled() else None
         membership = session_membership(user_id=user_id, project_id=project_id) if project_id else None
         if membership is None:
             user = session_user(request)
@@ -136,6 +149,22 @@ class SessionAuthentication(BaseAuthentication):
             raise project_access_denied(project_id)
         if not _session_verified(request, membership.user):
             return None
+        if seen is not None:
+            sessioncache.remember(session, membership, seen)
+        return membership.user, project_admit(request, membership.project, KeyKind.SECRET, membership)
+
+    @staticmethod
+    def _cached(request, session, project_id: str):
+        """The shared cache's answer (accounts.sessioncache): the session is not read, and the request is counted in
+        the rate limit in the same round trip, as a key request is."""
+        window = Window.now() if settings.API_RATE_LIMIT_PER_MINUTE > 0 else None
+        membership = sessioncache.cached_membership(session.session_key, project_id, window)
+        if membership is None:
+            return None
+        _enforce_csrf(request)
+        session.accessed = True  # the answer depends on the cookie (Vary: Cookie), as when the session is read
+        if window is not None and window.count is not None:
+            request.META[COUNTED_ENVIRON_KEY] = window.state()
         return membership.user, project_admit(request, membership.project, KeyKind.SECRET, membership)
 
     def authenticate_header(self, request) -> str:

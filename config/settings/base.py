@@ -187,6 +187,10 @@ DNS_TIMEOUT_SECONDS = env.float("DNS_TIMEOUT_SECONDS", default=3.0)
 API_KEY_CACHE_SECONDS = env.int(
     "API_KEY_CACHE_SECONDS", default=300 if CACHES["default"]["BACKEND"].endswith("RedisCache") else 0
 )
+# The same for a dashboard session's access to a project (accounts.sessioncache): Redis only, for the same reason.
+SESSION_ACCESS_CACHE_SECONDS = env.int(
+    "SESSION_ACCESS_CACHE_SECONDS", default=300 if CACHES["default"]["BACKEND"].endswith("RedisCache") else 0
+)
 
 # API behaviour ------------------------------------------------------------------------------------------------
 API_RATE_LIMIT_PER_MINUTE = env.int("API_RATE_LIMIT_PER_MINUTE", default=1000)
@@ -200,18 +204,26 @@ IDEMPOTENCY_LEASE_SECONDS = env.int("IDEMPOTENCY_LEASE_SECONDS", default=60)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 50 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 6 * 1024 * 1024
 SIGNUPS_DISABLED = env.bool("SIGNUPS_DISABLED", default=False)
-# Sign-in with GitHub or Google: each provider is offered (GET /config, /auth/oauth-config) when its client id is set.
-GITHUB_CLIENT_ID = env.str("GITHUB_CLIENT_ID", default="")
-GITHUB_CLIENT_SECRET = env.str("GITHUB_CLIENT_SECRET", default="")
-GOOGLE_CLIENT_ID = env.str("GOOGLE_CLIENT_ID", default="")
-GOOGLE_CLIENT_SECRET = env.str("GOOGLE_CLIENT_SECRET", default="")
 
 # Accounts (docs/accounts.md) -----------------------------------------------------------------------------------
 # The sender of the service's own mail: address verification, password resets, invitations.
 SYSTEM_EMAIL_FROM = env.str("SYSTEM_EMAIL_FROM", default=DEFAULT_FROM_EMAIL)
-# OAuth sign-in is offered for a provider once its client id is set (`/auth/oauth-config`, `/config`).
+# Sign-in with GitHub or Google (docs/accounts.md): a provider is offered (`/auth/oauth-config`, `/config`) once its
+# client id and secret are both set. Its endpoints are settings so that a test (or GitHub Enterprise) can name others.
 GITHUB_CLIENT_ID = env.str("GITHUB_CLIENT_ID", default="")
+GITHUB_CLIENT_SECRET = env.str("GITHUB_CLIENT_SECRET", default="")
+GITHUB_AUTHORIZE_URL = env.str("GITHUB_AUTHORIZE_URL", default="https://github.com/login/oauth/authorize")
+GITHUB_TOKEN_URL = env.str("GITHUB_TOKEN_URL", default="https://github.com/login/oauth/access_token")
+GITHUB_EMAILS_URL = env.str("GITHUB_EMAILS_URL", default="https://api.github.com/user/emails")
 GOOGLE_CLIENT_ID = env.str("GOOGLE_CLIENT_ID", default="")
+GOOGLE_CLIENT_SECRET = env.str("GOOGLE_CLIENT_SECRET", default="")
+GOOGLE_AUTHORIZE_URL = env.str("GOOGLE_AUTHORIZE_URL", default="https://accounts.google.com/o/oauth2/v2/auth")
+GOOGLE_TOKEN_URL = env.str("GOOGLE_TOKEN_URL", default="https://oauth2.googleapis.com/token")
+GOOGLE_USERINFO_URL = env.str("GOOGLE_USERINFO_URL", default="https://openidconnect.googleapis.com/v1/userinfo")
+# Seconds to wait for a provider's answer during a sign-in.
+OAUTH_TIMEOUT_SECONDS = env.float("OAUTH_TIMEOUT_SECONDS", default=10.0)
+# The dashboard's address: a sign-in through a provider ends there (errors at DASHBOARD_URL/auth/login?error=...).
+DASHBOARD_URL = env.str("DASHBOARD_URL", default=PUBLIC_URL).rstrip("/")
 # Seconds a password-reset link, an address-verification link and an invitation stay valid.
 PASSWORD_RESET_TIMEOUT = env.int("PASSWORD_RESET_TIMEOUT", default=3600)
 EMAIL_VERIFICATION_TIMEOUT = env.int("EMAIL_VERIFICATION_TIMEOUT", default=3 * 24 * 3600)

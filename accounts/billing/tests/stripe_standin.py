@@ -1,11 +1,10 @@
 """A stand-in for the payment provider's API on loopback: the official library is pointed at it
 (`STRIPE_API_BASE`), so everything up to the HTTP boundary is the real code."""
 
-import json
-import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qsl, urlsplit
+from http.server import ThreadingHTTPServer
+
+from conftest import json_server
 
 
 @dataclass
@@ -36,28 +35,11 @@ def _answers(stand_in: StandIn, method: str, path: str, params: dict) -> tuple[i
 
 
 def start() -> tuple[StandIn, ThreadingHTTPServer]:
-    class Handler(BaseHTTPRequestHandler):
-        def _answer(self):
-            url = urlsplit(self.path)
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length).decode() if length else url.query
-            params = dict(parse_qsl(body, keep_blank_values=True))
-            stand_in.calls.append((self.command, url.path, params))
-            status, payload = _answers(stand_in, self.command, url.path, params)
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.send_header("Request-Id", "req_standin")
-            self.end_headers()
-            self.wfile.write(data)
+    def answer(method, path, params, headers):
+        stand_in.calls.append((method, path, params))
+        status, payload = _answers(stand_in, method, path, params)
+        return status, payload, {"Request-Id": "req_standin"}
 
-        do_GET = do_POST = _answer
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = json_server(answer)
     stand_in = StandIn(base=f"http://127.0.0.1:{server.server_address[1]}")
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     return stand_in, server
