@@ -358,41 +358,63 @@ def emails_allowance_check(*, project: Project, source: str, count: int) -> None
         allowance.check(count)
 
 
-def emails_queue_bulk(*, project: Project, contacts: list[Contact], content: SendContent) -> None:
-    """Queue one email per contact of a batch whose audience was chosen by the caller (a campaign's fan-out): each
-    rendered with the contact's data, all inserted in one statement, and handed to delivery at `BULK_PRIORITY`
-    after the commit. The contacts are not upserted (they exist) and nothing is checked per recipient. The emails
-    inserted are counted in the campaigns category; its cap was checked when the campaign was sent
-    (`emails_allowance_check`), so a started campaign is never cut short.
+def emails_queue_bulk(
+    *,
+    project: Project,
+    contacts: list[Contact],
+    content: SendContent,
+    variables: list[dict] | None = None,
+    email_ids: list[uuid.UUID] | None = None,
+) -> list[Email]:
+    """Queue one email per contact of a batch whose audience was chosen by the caller (a campaign's fan-out, a
+    workflow's SEND_EMAIL steps): each rendered with the contact's data (or the caller's `variables` for it), all
+    inserted in one statement, and handed to delivery after the commit; returns the rows, in order. The contacts
+    are not upserted (they exist) and nothing is refused per recipient.
 
-    A contact that already has an email of `content.campaign_id` is left out by the unique constraint on
-    (campaign, contact): a batch run twice queues nothing twice. (Its id is still published; delivery's claim
-    finds no such row.)"""
+    A campaign's emails go at `BULK_PRIORITY` and are counted in the campaigns category; its cap was checked when
+    the campaign was sent (`emails_allowance_check`), so a started campaign is never cut short. A contact that
+    already has an email of `content.campaign_id` is left out by the unique constraint on (campaign, contact): a
+    batch run twice queues nothing twice. (Its id is still published; delivery's claim finds no such row.)
+
+    A workflow's emails are keyed by the caller's `email_ids` (an id already stored is left out, so a step run
+    twice queues nothing twice), stored as `emails_queue` stores one with `store_opted_out`: over the monthly cap
+    FAILED and not counted, to an unsubscribed contact with a marketing or headless template SUPPRESSED."""
     if not contacts:
-        return
+        return []
     domain = sender_domain_for(project=project, address=content.sender.email)
     now = timezone.now()
     allowance = _allowance(project, content.source, now)
-    emails = [
-        _email_row(
+    workflow = content.source == Email.Source.WORKFLOW
+    blocked = workflow and allowance is not None and allowance.exceeded_by(len(contacts))
+    emails = []
+    for index, contact in enumerate(contacts):
+        email = _email_row(
             project=project,
             content=content,
             domain_name=domain.name,
             to=Address(email=contact.email),
             contact=contact,
-            variables=contact.data,
+            variables=contact.data if variables is None else variables[index],
             bundle=None,
             now=now,
             fail_refused=True,
+            email_id=None if email_ids is None else email_ids[index],
         )
-        for contact in contacts
-    ]
+        if blocked:
+            email.status, email.last_error = Email.Status.FAILED, usage.BLOCKED_REASON
+        elif workflow:
+            _opted_out(email, contact, content)
+        emails.append(email)
     with transaction.atomic():
         inserted = insert_prepared(emails, ignore_conflicts=True)
-        if allowance is not None:
+        if allowance is not None and not blocked:
             usage.usage_add(allowance, inserted)
             usage.usage_warn(allowance, inserted, now=now)
-    enqueue_bulk_delivery([email.id for email in emails])
+    if content.source == Email.Source.CAMPAIGN:
+        enqueue_bulk_delivery([email.id for email in emails])
+    else:
+        enqueue_delivery([email.id for email in emails if email.status == Email.Status.QUEUED])
+    return emails
 
 
 def emails_send_request(*, project: Project, body: dict, raw: dict) -> list[Queued]:

@@ -3,6 +3,7 @@ finishing states, and the claims that keep a step from running twice. Mail goes 
 webhooks to a real HTTP receiver on loopback."""
 
 import json
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -11,8 +12,10 @@ from django.utils import timezone
 from contacts.models import Contact, Event
 from core.standard_webhooks import signature_headers
 from messaging.models import Email, EmailType, Template
-from workflows.engine import execution_advance
+from workflows.dispatch import executions_due_claim
+from workflows.engine import Outcome, executions_advance, executions_claim, outcomes_record
 from workflows.models import WorkflowExecution, WorkflowStepExecution
+from workflows.steps import steps_run
 from workflows.tasks import sweep_executions_task
 from workflows.tests.receivers import Answer
 
@@ -422,7 +425,7 @@ def test_a_step_error_fails_the_step_and_the_execution(api, live, contact, start
 
 def test_a_duplicate_task_finds_nothing_to_claim(live, api, start, contact, smtp_sink, committed):
     execution = start(live, contact)
-    assert committed(lambda: execution_advance(execution_id=execution["id"])) == 0
+    assert committed(lambda: executions_advance(execution_ids=[execution["id"]])) == 0
     assert Email.objects.count() == 1
 
 
@@ -452,8 +455,34 @@ def test_a_running_step_within_its_lease_is_left_alone(live, api, contact, commi
     WorkflowExecution.objects.filter(id=execution["id"]).update(
         status="RUNNING", current_step=step.step, resume_at=timezone.now() + timedelta(seconds=60)
     )
-    assert committed(lambda: execution_advance(execution_id=execution["id"])) == 0
+    assert committed(lambda: executions_advance(execution_ids=[execution["id"]])) == 0
     assert sweep(committed) == 0
+
+
+def test_a_worker_taken_over_after_its_lease_records_nothing_over_the_newer_claim(api, contact, settings):
+    """A live worker outlives its step's lease: the sweep gives the step to another worker, which runs it again.
+    The first one finishing afterwards (here with an error) must not write over what the newer claim records, nor
+    end the execution: the step and the execution tell one story."""
+    workflow = api.workflow()
+    api.step(workflow, "UPDATE_CONTACT", {"updates": {"done": True}}, name="Mark")
+    api.enable(workflow)
+    execution = api.start(workflow, contact)  # not committed: no task runs it, the claims below do
+    slow, fast = uuid.uuid4(), uuid.uuid4()
+    first = executions_claim(execution_ids=[execution["id"]], token=slow)
+    assert [claim.step.name for claim in first] == ["Mark"]
+    time_passes(settings.WORKFLOW_STEP_LEASE_SECONDS + 1)
+    assert [str(taken) for taken in executions_due_claim()] == [execution["id"]]
+    second = executions_claim(execution_ids=[execution["id"]], token=fast)
+    assert [claim.step_execution.id for claim in second] == [claim.step_execution.id for claim in first]
+
+    assert outcomes_record(claims=first, outcomes=[Outcome(error="Lost the database")], token=slow) == []
+    outcomes_record(claims=second, outcomes=steps_run(second), token=fast)
+
+    done = detail(api, workflow, execution)
+    assert (done["status"], done["exitReason"]) == ("COMPLETED", None)
+    mark = steps_of(api, workflow, execution)["Mark"]
+    assert (mark["status"], mark["error"], mark["output"]["updated"]) == ("COMPLETED", None, ["done"])
+    assert Contact.objects.get(id=contact.id).data["done"] is True
 
 
 def test_a_cancelled_waiting_execution_is_never_resumed(api, waiting_flow, contact, start, committed, track):
