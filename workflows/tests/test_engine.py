@@ -346,6 +346,48 @@ def test_the_template_renders_contact_variables_and_context(api, project, contac
     assert Contact.objects.get(id=contact.id).data == {"plan": "pro"}
 
 
+def test_one_task_sends_each_execution_of_its_batch_its_own_email_once(api, project, committed, smtp_sink):
+    """Executions handed over together are claimed, sent and recorded together: each contact gets the email
+    rendered with its own data and context (an unsubscribed one's marketing mail is stored SUPPRESSED), keyed by
+    its step execution, and a second run of the same batch finds every email and stores none again."""
+    template = Template.objects.create(
+        project=project.project, name="News", subject="{{ plan }} {{ event.n }}", body="<p>x</p>",
+        from_email="hello@alice.test", type=EmailType.MARKETING,
+    )  # fmt: skip
+    workflow = api.workflow()
+    api.step(workflow, "SEND_EMAIL", {"templateId": str(template.id)}, name="Mail")
+    api.enable(workflow)
+    plans = {"a@example.com": "free", "b@example.com": "pro", "c@example.com": "team"}
+    contacts = [
+        Contact.objects.create(
+            project=project.project, email=email, data={"plan": plan}, subscribed=email != "c@example.com"
+        )
+        for email, plan in plans.items()
+    ]
+    executions = [api.start(workflow, contact, context={"n": n}) for n, contact in enumerate(contacts)]
+    ids = [execution["id"] for execution in executions]  # not committed: the one task below runs them all
+
+    assert committed(lambda: executions_advance(execution_ids=ids)) == 3  # a SEND_EMAIL each (the TRIGGER is no run)
+    emails = {email.to_email: email for email in Email.objects.all()}
+    assert {address: (email.subject, email.status) for address, email in emails.items()} == {
+        "a@example.com": ("free 0", "SENT"),
+        "b@example.com": ("pro 1", "SENT"),
+        "c@example.com": ("team 2", "SUPPRESSED"),
+    }
+    for execution in executions:
+        assert detail(api, workflow, execution)["status"] == "COMPLETED"
+        mail = steps_of(api, workflow, execution)["Mail"]
+        assert emails[mail["output"]["to"]].id == uuid.UUID(mail["output"]["emailId"]) == uuid.UUID(mail["id"])
+    assert sorted(message.rcpt_tos[0] for message in smtp_sink.received) == ["a@example.com", "b@example.com"]
+
+    # The same batch again, as after its worker died having sent: the steps run again and find their emails.
+    WorkflowStepExecution.objects.filter(step__name="Mail").update(status="PENDING")
+    WorkflowExecution.objects.update(status="RUNNING", completed_at=None)
+    assert committed(lambda: executions_advance(execution_ids=ids)) == 3
+    assert Email.objects.count() == 3 and len(smtp_sink.received) == 2
+    assert set(WorkflowExecution.objects.values_list("status", flat=True)) == {"COMPLETED"}
+
+
 def test_a_custom_recipient_gets_the_contacts_variables(api, project, contact, start, smtp_sink):
     template = Template.objects.create(
         project=project.project, name="Alert", subject="{{ plan }} signup", body="<p>x</p>",
