@@ -93,10 +93,29 @@ def executions_advance(*, execution_ids: list) -> int:
         claims = executions_claim(execution_ids=execution_ids, token=token)
         while claims:
             ran += len(claims)
-            claims = outcomes_record(claims=claims, outcomes=steps_run(claims), token=token)
+            outcomes = steps_run(claims, keep_alive=_lease_renewal(claims))
+            claims = outcomes_record(claims=claims, outcomes=outcomes, token=token)
     except Exception:
         logger.exception("Workflow executions %s stopped; the sweep will take them up again", execution_ids)
     return ran
+
+
+def _lease_renewal(claims: list[Claim]):
+    """What the steps of a batch call between one step and the next: the batch's steps run one after another under
+    one lease, so once a third of it has passed the lease is renewed for the executions still RUNNING, and a batch of
+    slow steps (webhooks to a slow receiver) is not taken for dead while it works."""
+    renewed = [claims[0].now]
+
+    def renew() -> None:
+        now = timezone.now()
+        if (now - renewed[0]).total_seconds() < settings.WORKFLOW_STEP_LEASE_SECONDS / 3:
+            return
+        renewed[0] = now
+        WorkflowExecution.objects.filter(
+            id__in=[claim.execution.id for claim in claims], status=ExecutionStatus.RUNNING
+        ).update(resume_at=_lease(now))
+
+    return renew
 
 
 def _locked():

@@ -29,9 +29,9 @@ logger = logging.getLogger(__name__)
 EXIT_REASON = "Exited by an EXIT step"
 
 
-def steps_run(claims: list[Claim]) -> list[Outcome]:
+def steps_run(claims: list[Claim], *, keep_alive: Callable[[], None] = lambda: None) -> list[Outcome]:
     """The outcome of each claim's step, in order: the SEND_EMAIL steps of one step to contacts as one bulk send,
-    every other one by itself."""
+    every other one by itself, `keep_alive` (the engine's lease renewal) called before each."""
     outcomes: dict[int, Outcome] = {}
     sends: dict = defaultdict(list)
     for index, claim in enumerate(claims):
@@ -39,8 +39,10 @@ def steps_run(claims: list[Claim]) -> list[Outcome]:
         if claim.step.type == StepType.SEND_EMAIL and recipient.get("type") != "CUSTOM":
             sends[claim.step.id].append(index)
         else:
+            keep_alive()
             [outcomes[index]] = _guarded([claim], _run_one)
     for indexes in sends.values():
+        keep_alive()
         outcomes.update(zip(indexes, _guarded([claims[index] for index in indexes], _send_to_contacts), strict=True))
     return [outcomes[index] for index in range(len(claims))]
 
