@@ -3,12 +3,15 @@ finishing states, and the claims that keep a step from running twice. Mail goes 
 webhooks to a real HTTP receiver on loopback."""
 
 import json
+import threading
 import uuid
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
+from config.tests.processes import wait_until
 from contacts.models import Contact, Event
 from core.standard_webhooks import signature_headers
 from messaging.models import Email, EmailType, Template
@@ -525,6 +528,41 @@ def test_a_worker_taken_over_after_its_lease_records_nothing_over_the_newer_clai
     mark = steps_of(api, workflow, execution)["Mark"]
     assert (mark["status"], mark["error"], mark["output"]["updated"]) == ("COMPLETED", None, ["done"])
     assert Contact.objects.get(id=contact.id).data["done"] is True
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_of_slow_steps_renews_its_lease_and_no_sweep_takes_it_meanwhile(
+    api, project, receiver, allow_loopback, settings
+):
+    """Three webhook steps of 0.6 s each in one task, under a 0.9 s lease: by the third call the first lease is over,
+    but the task renewed it between steps, so a sweep then takes nothing and every step runs once."""
+    if connection.vendor != "postgresql":
+        pytest.skip("a sweep beside a running task needs PostgreSQL")
+    settings.WORKFLOW_STEP_LEASE_SECONDS = 0.9
+    receiver.answers["/slow"] = Answer(delay=0.6)
+    workflow = api.workflow()
+    call = api.step(workflow, "WEBHOOK", {"url": receiver.url("/slow")})
+    contacts = [Contact.objects.create(project=project.project, email=f"c{n}@example.com") for n in range(3)]
+    executions = WorkflowExecution.objects.bulk_create(
+        WorkflowExecution(
+            project=project.project, workflow_id=workflow["id"], contact=contact, current_step_id=call["id"]
+        )
+        for contact in contacts
+    )
+
+    def run() -> None:
+        try:
+            executions_advance(execution_ids=[execution.id for execution in executions])
+        finally:
+            connection.close()
+
+    task = threading.Thread(target=run)
+    task.start()
+    wait_until(lambda: len(receiver.requests) == 3, timeout=10, what="the third call", interval=0.01)
+    assert executions_due_claim() == []
+    task.join()
+    assert set(WorkflowExecution.objects.values_list("status", flat=True)) == {"COMPLETED"}
+    assert len(receiver.requests) == 3
 
 
 def test_a_cancelled_waiting_execution_is_never_resumed(api, waiting_flow, contact, start, committed, track):
