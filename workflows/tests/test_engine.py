@@ -12,6 +12,7 @@ from django.db import connection
 from django.utils import timezone
 
 from config.tests.processes import wait_until
+from conftest import client_with
 from contacts.models import Contact, Event
 from core.standard_webhooks import signature_headers
 from messaging.models import Email, EmailType, Template
@@ -20,6 +21,7 @@ from workflows.engine import Outcome, executions_advance, executions_claim, outc
 from workflows.models import WorkflowExecution, WorkflowStepExecution
 from workflows.steps import steps_run
 from workflows.tasks import sweep_executions_task
+from workflows.tests.conftest import Api
 from workflows.tests.receivers import Answer
 
 pytestmark = pytest.mark.django_db
@@ -389,6 +391,34 @@ def test_one_task_sends_each_execution_of_its_batch_its_own_email_once(api, proj
     assert committed(lambda: executions_advance(execution_ids=ids)) == 3
     assert Email.objects.count() == 3 and len(smtp_sink.received) == 2
     assert set(WorkflowExecution.objects.values_list("status", flat=True)) == {"COMPLETED"}
+
+
+def test_a_batch_of_two_projects_sends_each_its_own_email_from_its_own_template(api, project, other_project, committed):
+    """One task may carry executions of several projects: each is sent from its own project's template to its own
+    contact (the same address in both), counted and listed in its project only."""
+    other_api = Api(client_with(other_project.keys.secret_key))
+    ids, flows = [], {}
+    for persona, client, domain in ((project, api, "alice.test"), (other_project, other_api, "bob.test")):
+        template = Template.objects.create(
+            project=persona.project, name="Hi", subject=f"Hi from {domain}", body="<p>x</p>",
+            from_email=f"hello@{domain}", type=EmailType.TRANSACTIONAL,
+        )  # fmt: skip
+        workflow = client.workflow()
+        client.step(workflow, "SEND_EMAIL", {"templateId": str(template.id)})
+        client.enable(workflow)
+        contact = Contact.objects.create(project=persona.project, email="same@example.com")
+        execution = client.start(workflow, contact)
+        ids.append(execution["id"])
+        flows[persona.project.id] = (template.id, contact.id, workflow, execution)
+
+    assert committed(lambda: executions_advance(execution_ids=ids)) == 2
+    for project_id, (template_id, contact_id, _, _) in flows.items():
+        [email] = Email.objects.filter(project_id=project_id)
+        assert (email.template_id, email.contact_id) == (template_id, contact_id)
+    ours, theirs = flows[project.project.id], flows[other_project.project.id]
+    assert detail(api, ours[2], ours[3])["status"] == "COMPLETED"
+    other_api.call("get", f"/workflows/{ours[2]['id']}/executions/{ours[3]['id']}", status=404)
+    other_api.call("get", f"/workflows/{theirs[2]['id']}/executions/{ours[3]['id']}", status=404)
 
 
 def test_a_custom_recipient_gets_the_contacts_variables(api, project, contact, start, smtp_sink):
