@@ -13,7 +13,8 @@
     python bench/workflows_bench.py starts [--count 10000] [--concurrency 2]
     python bench/workflows_bench.py resumes [--count 10000] [--concurrency 2]
 
-Database `hworkflowsbench` (made afresh) and Redis db 4 (cache and broker) unless `--database` / `--redis-db`.
+Database `hworkflowsbench` (made afresh) and Redis db 4 (cache and broker) unless `--database` / `--redis-db`; the
+Redis server is `BENCH_REDIS` (`bench.serve`).
 """
 
 import argparse

@@ -1,7 +1,12 @@
 """Direct access to the Redis client behind Django's cache, for the atomic counters that the cache API lacks."""
 
+import logging
+from collections.abc import Callable
+
 from django.core.cache.backends.base import BaseCache
 from django.core.cache.backends.redis import RedisCache
+
+logger = logging.getLogger(__name__)
 
 
 def redis_client(cache: BaseCache):
@@ -27,6 +32,43 @@ def list_push(cache: BaseCache, name: str, values: list[str]) -> bool | None:
     if client is None:
         return None
     return drain_due(length=client.rpush(cache.make_and_validate_key(name), *values), pushed=len(values))
+
+
+def list_hand_over(
+    cache: BaseCache,
+    name: str,
+    values: list[str],
+    *,
+    publish: Callable[[list[str]], object],
+    drain: Callable[[], object],
+) -> None:
+    """Append `values` to the work queue `name` and call `drain` (which schedules the queue's task) when `list_push`
+    says so; without Redis, or when it fails, `publish` the values' own tasks at once."""
+    try:
+        schedule = list_push(cache, name, values)
+    except Exception:
+        logger.exception("Work queue %s unavailable; publishing its tasks directly", name)
+        schedule = None
+    if schedule is None:
+        publish(values)
+    elif schedule:
+        drain()
+
+
+def list_drain(cache: BaseCache, name: str, handle: Callable[[list[str]], object], *, take: int = 1000) -> int:
+    """Take the values waiting in the Redis list `name` (oldest first), `take` at a time, each lot to `handle` (the
+    task that `list_push` scheduled); returns how many were taken, 0 when the cache is not Redis."""
+    client = redis_client(cache)
+    if client is None:
+        return 0
+    key = cache.make_and_validate_key(name)
+    taken = 0
+    while True:
+        raw = client.lpop(key, take)
+        if not raw:
+            return taken
+        handle([value.decode() for value in raw])
+        taken += len(raw)
 
 
 def drain_due(*, length: int, pushed: int) -> bool:

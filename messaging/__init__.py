@@ -10,7 +10,8 @@ Rooms (each a package with its own `api`/`views` module where it answers HTTP):
 
 The boundary for the apps above (campaigns, workflows): they queue mail only through
 `messaging.sending.services.emails_queue` (with `SendContent`, the content of one send, and `Address`), or
-`emails_queue_bulk` for a batch of existing contacts (a campaign's fan-out, delivered at a lower priority), and
+`emails_queue_bulk` for a campaign's batch of existing contacts (stored unrendered, delivered at a lower priority)
+and `emails_queue_contacts` for a workflow's batch of existing contacts (rendered now), and
 render only through `messaging.content.rendering` (`render_email`, `template_scope`, `check_syntax`). Content they
 save is checked by `messaging.content.services.content_check` and validated by the templates' input serializer
 (`messaging.content.serializers`). Nothing else of messaging is theirs to import; `messaging.models` for reads and

@@ -1,16 +1,19 @@
-"""The engine: runs executions step by step (docs/workflows.md "The engine").
+"""The engine: runs executions step by step, a batch of executions at a time (docs/workflows.md "The engine").
 
-An execution is worked on by whoever claims it: an engine task (`advance_executions_task`), published when it
-starts, when its wait ends (an ETA task), when an event resumes it, or by the periodic sweep. Every one of them
-only calls `execution_advance`, so a duplicate is harmless:
+An execution is worked on by whoever claims it: an engine task (`advance_executions_task`, a batch of ids),
+published when it starts, when its wait ends (an ETA task), when an event resumes it, or by the periodic sweep
+(`workflows.dispatch`). Every one of them only calls `executions_advance`, so a duplicate is harmless. For a batch:
 
-1. Claim: under the execution's row lock, the step execution of its current step is created RUNNING, or moved to
-   RUNNING from PENDING, or from SCHEDULED/WAITING when its time has come (a conditional UPDATE; a loser does
-   nothing). The execution becomes RUNNING with `resume_at` = now + the lease: a worker that dies mid-step leaves it
-   to the sweep, which finds the lease expired, puts the step back to PENDING and publishes it again.
-2. Run the step outside any transaction (`workflows.steps`): sending, calling and waiting are decided there.
-3. Record, under the row lock: the step's outcome (only if the step is still RUNNING), and the execution's next
-   state: on to the next step (claimed at once, in the same task), WAITING with its resume time, or finished.
+1. Claim, in one transaction under the executions' row locks: the step execution of each one's current step is
+   created RUNNING, or moved to RUNNING from PENDING, or from SCHEDULED/WAITING when its time has come (a conditional
+   UPDATE), each stamped with this claim's token; a row that does not end up holding the token is not ours (a loser
+   does nothing with it). The executions become RUNNING with `resume_at` = now + the lease: a worker that dies
+   mid-step leaves them to the sweep, which finds the lease over, puts the step back to PENDING and publishes it.
+2. Run the steps outside any transaction (`workflows.steps`; the SEND_EMAIL steps of the batch as one bulk send).
+3. Record, in one transaction under the row locks: the outcome of each step whose row is still RUNNING under this
+   claim's token (a worker that outlived its lease and was taken over records nothing: the newer claim does), and
+   each execution's next state: on to the next step (claimed at once, under the same token, and run in the same
+   task), WAITING with its resume time, or finished.
 
 `resume_at` is the one column the sweep reads: for a WAITING execution the end of its DELAY or timeout (none: it
 waits for an event only), for a RUNNING one the end of its lease, for a just published one the time after which its
@@ -18,17 +21,18 @@ task counts as lost. It lives in the database, so restarting the broker or every
 """
 
 import logging
+import uuid
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, InterfaceError, OperationalError, connection, transaction
+from django.db import transaction
 from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from core.commit import after_commit
-from core.errors import ServiceError
+from workflows.dispatch import executions_publish_after_commit
 from workflows.models import (
     ACTIVE_STATUSES,
     ExecutionStatus,
@@ -42,6 +46,8 @@ from workflows.models import (
 
 logger = logging.getLogger(__name__)
 STEP_DELETED = "The step this execution was on no longer exists"
+_EXECUTION_FIELDS = ["status", "current_step", "resume_at", "context", "exit_reason", "completed_at", "updated_at"]
+_OUTCOME_FIELDS = ["status", "output", "scheduled_for", "error", "completed_at"]
 
 
 @dataclass(frozen=True)
@@ -76,302 +82,268 @@ def _lease(now: datetime) -> datetime:
     return now + timedelta(seconds=settings.WORKFLOW_STEP_LEASE_SECONDS)
 
 
-def publish_grace(now: datetime) -> datetime:
-    """The `resume_at` of an execution just handed to the broker: if its task has not claimed it by then, the sweep
-    publishes it again."""
-    return now + timedelta(seconds=settings.WORKFLOW_PUBLISH_GRACE_SECONDS)
-
-
-# Publishing -------------------------------------------------------------------------------------------------------
-
-
-def executions_publish(execution_ids: list, *, countdown: float | None = None) -> None:
-    """Hand executions to engine tasks, `WORKFLOW_TASK_BATCH` per task. A broker failure is logged: the executions'
-    `resume_at` is already set, so the sweep publishes them later."""
-    from workflows.tasks import advance_executions_task
-
-    size = settings.WORKFLOW_TASK_BATCH
-    ids = [str(execution_id) for execution_id in execution_ids]
-    options = {} if countdown is None else {"countdown": max(0.0, countdown)}
-    for start in range(0, len(ids), size):
-        try:
-            advance_executions_task.apply_async(args=[ids[start : start + size]], **options)
-        except Exception:
-            logger.exception(
-                "Could not publish %d workflow execution(s); the sweep will", len(ids[start : start + size])
-            )
-
-
-def executions_publish_after_commit(execution_ids: list, *, countdown: float | None = None) -> None:
-    if execution_ids:
-        after_commit(
-            lambda: executions_publish(execution_ids, countdown=countdown),
-            what=f"publish {len(execution_ids)} workflow execution(s) (the sweep publishes them later)",
-        )
-
-
-# Running ----------------------------------------------------------------------------------------------------------
-
-
 def executions_advance(*, execution_ids: list) -> int:
-    """Advance each execution as far as it goes now; returns how many steps ran. One execution's infrastructure
-    failure (the database gone) is logged and does not stop the others: its lease runs out and the sweep retries
-    it."""
+    """Advance the executions as far as each goes now; returns how many steps ran. An infrastructure failure (the
+    database gone) is logged and ends the batch: the leases run out and the sweep takes the executions up again."""
+    from workflows.steps import steps_run
+
+    token = uuid.uuid4()
     ran = 0
-    for execution_id in execution_ids:
-        try:
-            ran += execution_advance(execution_id=execution_id)
-        except Exception:
-            logger.exception("Workflow execution %s stopped; the sweep will take it up again", execution_id)
+    try:
+        claims = executions_claim(execution_ids=execution_ids, token=token)
+        while claims:
+            ran += len(claims)
+            outcomes = steps_run(claims, keep_alive=_lease_renewal(claims))
+            claims = outcomes_record(claims=claims, outcomes=outcomes, token=token)
+    except Exception:
+        logger.exception("Workflow executions %s stopped; the sweep will take them up again", execution_ids)
     return ran
 
 
-def execution_advance(*, execution_id) -> int:
-    """Run the execution's steps until it pauses, finishes, or is not ours to run; returns how many steps ran.
-    Without cycles (docs/workflows.md) every step is reached once, so this ends."""
-    ran = 0
-    claim = _claim(execution_id)
-    while claim is not None:
-        ran += 1
-        claim = _record(claim, _run(claim))
-    return ran
+def _lease_renewal(claims: list[Claim]):
+    """What the steps of a batch call between one step and the next: the batch's steps run one after another under
+    one lease, so once a third of it has passed the lease is renewed for the executions still RUNNING, and a batch of
+    slow steps (webhooks to a slow receiver) is not taken for dead while it works."""
+    renewed = [claims[0].now]
 
+    def renew() -> None:
+        now = timezone.now()
+        if (now - renewed[0]).total_seconds() < settings.WORKFLOW_STEP_LEASE_SECONDS / 3:
+            return
+        renewed[0] = now
+        WorkflowExecution.objects.filter(
+            id__in=[claim.execution.id for claim in claims], status=ExecutionStatus.RUNNING
+        ).update(resume_at=_lease(now))
 
-def _claim(execution_id) -> Claim | None:
-    """Claim the execution's current step (module docstring, step 1), or None when there is nothing to do now."""
-    now = timezone.now()
-    with transaction.atomic():
-        execution = (
-            _locked()
-            .select_related("project", "current_step__template")
-            .filter(id=execution_id, status__in=ACTIVE_STATUSES)
-            .first()
-        )
-        if execution is None:
-            return None
-        step = execution.current_step
-        if step is None:  # the API deletes no step an active execution is on; an operator's raw delete might
-            _finish(execution, ExecutionStatus.FAILED, STEP_DELETED, now)
-            return None
-        step_execution = WorkflowStepExecution.objects.filter(execution_id=execution.id, step_id=step.id).first()
-        resume = None
-        if step_execution is None:
-            if step.type == StepType.TRIGGER:
-                # The trigger does nothing but start: recorded done here, and the first step claimed with it.
-                step_execution = WorkflowStepExecution(
-                    execution=execution, step=step, status=StepExecutionStatus.COMPLETED, started_at=now,
-                    completed_at=now, created_at=now,
-                )  # fmt: skip
-                if not _insert(step_execution):
-                    return None
-                return _claim_next(execution, step, "", now)
-            step_execution = WorkflowStepExecution(
-                execution=execution, step=step, status=StepExecutionStatus.RUNNING, started_at=now, created_at=now
-            )
-            if not _insert(step_execution):
-                return None
-        else:
-            resume = _resume_reason(execution, step_execution, now)
-            if resume is None:
-                return None
-            claimed = WorkflowStepExecution.objects.filter(id=step_execution.id, status=step_execution.status).update(
-                status=StepExecutionStatus.RUNNING, started_at=Coalesce(F("started_at"), now)
-            )
-            if not claimed:
-                return None
-            step_execution.status = StepExecutionStatus.RUNNING
-            step_execution.started_at = step_execution.started_at or now
-        execution.status, execution.resume_at, execution.updated_at = ExecutionStatus.RUNNING, _lease(now), now
-        execution.save(update_fields=["status", "resume_at", "updated_at"])
-    return Claim(execution, step, step_execution, resume, now)
+    return renew
 
 
 def _locked():
-    """Executions under their row lock (PostgreSQL), with the contact as it is now: a step reads it (SEND_EMAIL
-    renders with it, UPDATE_CONTACT writes it). Only the execution's row is locked, not those it joins."""
-    return WorkflowExecution.objects.select_for_update(of=("self",)).select_related("contact")
+    """Executions under their row locks (PostgreSQL), in one order so that two batches never wait on each other in
+    a circle, with the contact as it is now: a step reads it (SEND_EMAIL renders with it, UPDATE_CONTACT writes
+    it). Only the executions' rows are locked, not those they join."""
+    return WorkflowExecution.objects.select_for_update(of=("self",)).select_related("contact").order_by("id")
 
 
-def _insert(step_execution: WorkflowStepExecution) -> bool:
-    """Write a new step execution of the locked execution. On PostgreSQL the row lock already excludes a second
-    writer; SQLite takes no row lock, so there the unique (execution, step) settles it, in a savepoint."""
-    if connection.vendor == "postgresql":
-        step_execution.save(force_insert=True)
-        return True
-    try:
-        with transaction.atomic():
-            step_execution.save(force_insert=True)
-    except IntegrityError:
-        return False
-    return True
+class _Following:
+    """The step each transition out of a step leads to, read once per step for a batch."""
 
+    def __init__(self) -> None:
+        self._out: dict = {}
 
-def _claim_next(execution: WorkflowExecution, step: WorkflowStep, label: str, now) -> "Claim | None":
-    """Inside the locked transaction that finished `step`: claim the step its `label` transition leads to (its
-    step execution written RUNNING, the execution RUNNING on it under a new lease), or complete the execution when
-    there is none. Without cycles the next step has no step execution yet."""
-    following = next_step(step_id=step.id, label=label)
-    if following is None:
-        _finish(execution, ExecutionStatus.COMPLETED, "", now)
+    def step(self, step_id, label: str) -> WorkflowStep | None:
+        """The step the transition out of `step_id` with `label` leads to (a branch or an outcome, "" for none)."""
+        if step_id not in self._out:
+            self._out[step_id] = list(
+                WorkflowTransition.objects.filter(from_step_id=step_id)
+                .select_related("to_step__template")
+                .order_by("id")
+            )
+        for transition in self._out[step_id]:
+            if label in ("yes", "no"):
+                taken = transition.branch == label
+            elif label:
+                taken = transition.wait_outcome == label
+            else:
+                taken = transition.branch == "" and transition.wait_outcome == ""
+            if taken:
+                return transition.to_step
         return None
-    # Step executions are listed in creation order: the next one is written strictly after the one it follows,
-    # which the TRIGGER's claim wrote at `now`.
-    now = max(timezone.now(), now + timedelta(microseconds=1))
-    step_execution = WorkflowStepExecution(
-        execution=execution, step=following, status=StepExecutionStatus.RUNNING, started_at=now, created_at=now
+
+
+def _running(execution: WorkflowExecution, step: WorkflowStep, token: uuid.UUID, now) -> WorkflowStepExecution:
+    return WorkflowStepExecution(
+        execution=execution,
+        step=step,
+        status=StepExecutionStatus.RUNNING,
+        started_at=now,
+        created_at=now,
+        claim_token=token,
     )
-    step_execution.save(force_insert=True)
-    execution.status, execution.current_step = ExecutionStatus.RUNNING, following
-    execution.resume_at, execution.updated_at = _lease(now), now
-    execution.save(update_fields=["status", "current_step", "resume_at", "context", "updated_at"])
-    return Claim(execution, following, step_execution, None, now)
 
 
-def _resume_reason(execution: WorkflowExecution, step_execution: WorkflowStepExecution, now) -> str | None:
-    """Why an existing step execution may run now, or None. A paused one that is not due yet puts the execution
-    back to WAITING until its time (a task came early, or the sweep found it)."""
+def _resume_reason(step_execution: WorkflowStepExecution, now) -> str | None:
+    """Why an existing step execution may run now, or None."""
     status = step_execution.status
     if status == StepExecutionStatus.PENDING:
         output = step_execution.output or {}
         return "event" if output.get("waitOutcome") == "EVENT" else "due"
-    if status in (StepExecutionStatus.SCHEDULED, StepExecutionStatus.WAITING):
-        due = step_execution.scheduled_for
-        if due is not None and due <= now:
-            return "due"
-        WorkflowExecution.objects.filter(id=execution.id).update(
-            status=ExecutionStatus.WAITING, resume_at=due, updated_at=now
-        )
-        return None
+    due = step_execution.scheduled_for
+    if status in (StepExecutionStatus.SCHEDULED, StepExecutionStatus.WAITING) and due is not None and due <= now:
+        return "due"
     return None
 
 
-def _run(claim: Claim) -> Outcome:
-    """Run the step; a step's own failure becomes a FAILED outcome. A lost database is not the step's failure: it
-    is raised, and the lease brings the step back."""
-    from workflows.steps import step_run
-
-    try:
-        return step_run(claim)
-    except (OperationalError, InterfaceError):
-        raise
-    except ServiceError as refused:
-        return Outcome(error=_service_error_text(refused))
-    except Exception as exc:
-        logger.exception("Workflow step %s of execution %s failed", claim.step.id, claim.execution.id)
-        return Outcome(error=f"{type(exc).__name__}: {exc}")
-
-
-def _service_error_text(refused: ServiceError) -> str:
-    errors = getattr(refused, "errors", None) or []
-    if errors:
-        first = errors[0]
-        return (
-            f"{refused.message} ({first.get('field')}: {first.get('message')})"
-            if first.get("field")
-            else refused.message
-        )
-    return refused.message
-
-
-def _record(claim: Claim, outcome: Outcome) -> Claim | None:
-    """Record the outcome (module docstring, step 3). When the execution goes on, the next step is claimed in the
-    same transaction (its step execution written RUNNING) and returned, to be run at once."""
+def executions_claim(*, execution_ids: list, token: uuid.UUID) -> list[Claim]:
+    """Claim the current step of each execution that has one to run now (module docstring, step 1), in a few
+    statements for the whole batch; returns the claims."""
     now = timezone.now()
+    following = _Following()
     with transaction.atomic():
-        execution = _locked().filter(id=claim.execution.id).first()
-        fields: dict = {"output": outcome.output}
-        if outcome.pause:
-            fields.update(status=outcome.pause, scheduled_for=outcome.until)
-        elif outcome.error:
-            fields.update(status=StepExecutionStatus.FAILED, error=outcome.error[:10000], completed_at=now)
-        else:
-            fields.update(status=StepExecutionStatus.COMPLETED, completed_at=now)
-        step_executions = WorkflowStepExecution.objects.filter(
-            id=claim.step_execution.id, status=StepExecutionStatus.RUNNING
+        executions = list(
+            _locked()
+            .select_related("project", "current_step__template")
+            .filter(id__in=execution_ids, status__in=ACTIVE_STATUSES)
         )
-        if not step_executions.update(**fields):
-            return None  # recorded by a worker that re-ran it after this one's lease ran out
-        if execution is None or execution.status != ExecutionStatus.RUNNING:
-            return None  # cancelled while the step ran: the step's result stands, nothing follows
-        execution.project = claim.execution.project
-        if outcome.context:
-            execution.context = {**execution.context, **outcome.context}
-        if outcome.pause:
-            execution.status, execution.resume_at, execution.updated_at = ExecutionStatus.WAITING, outcome.until, now
-            execution.save(update_fields=["status", "resume_at", "context", "updated_at"])
-            _publish_at(execution.id, outcome.until, now)
-            return None
-        if outcome.error:
-            _finish(execution, ExecutionStatus.FAILED, outcome.error[:10000], now)
-            return None
-        if outcome.exit_reason is not None:
-            _finish(execution, ExecutionStatus.EXITED, outcome.exit_reason, now)
-            return None
-        return _claim_next(execution, claim.step, outcome.follow, now)
+        if not executions:
+            return []
+        existing = {
+            (row.execution_id, row.step_id): row
+            for row in WorkflowStepExecution.objects.filter(
+                execution_id__in=[execution.id for execution in executions],
+                step_id__in={execution.current_step_id for execution in executions},
+            )
+        }
+        changed, new_rows, candidates = [], [], []
+        resumed: dict[str, list] = defaultdict(list)
+        for execution in executions:
+            step = execution.current_step
+            if step is None:  # the API deletes no step an active execution is on; an operator's raw delete might
+                _finish(execution, ExecutionStatus.FAILED, STEP_DELETED, now)
+                changed.append(execution)
+                continue
+            step_execution = existing.get((execution.id, step.id))
+            if step_execution is None:
+                if step.type == StepType.TRIGGER:
+                    # The trigger does nothing but start: recorded done here, and the step after it claimed with it,
+                    # written strictly later (step executions are listed in creation order).
+                    trigger = WorkflowStepExecution(
+                        execution=execution, step=step, status=StepExecutionStatus.COMPLETED, started_at=now,
+                        completed_at=now, created_at=now, claim_token=token,
+                    )  # fmt: skip
+                    new_rows.append(trigger)
+                    step = following.step(step.id, "")
+                    if step is None:
+                        candidates.append((execution, None, trigger, None))
+                        continue
+                    step_execution = _running(execution, step, token, now + timedelta(microseconds=1))
+                else:
+                    step_execution = _running(execution, step, token, now)
+                new_rows.append(step_execution)
+                candidates.append((execution, step, step_execution, None))
+                continue
+            resume = _resume_reason(step_execution, now)
+            if resume is not None:
+                resumed[step_execution.status].append(step_execution.id)
+                candidates.append((execution, step, step_execution, resume))
+            elif step_execution.status in (StepExecutionStatus.SCHEDULED, StepExecutionStatus.WAITING):
+                # Paused and not due yet (a task came early, or the sweep found it): back to WAITING until its time.
+                execution.status, execution.resume_at = ExecutionStatus.WAITING, step_execution.scheduled_for
+                execution.updated_at = now
+                changed.append(execution)
+        # SQLite takes no row lock: there the unique (execution, step) leaves out a second writer's row.
+        WorkflowStepExecution.objects.bulk_create(new_rows, ignore_conflicts=True)
+        for status, ids in resumed.items():
+            WorkflowStepExecution.objects.filter(id__in=ids, status=status).update(
+                status=StepExecutionStatus.RUNNING, claim_token=token, started_at=Coalesce(F("started_at"), now)
+            )
+        mine = set(
+            WorkflowStepExecution.objects.filter(
+                id__in=[candidate[2].id for candidate in candidates], claim_token=token
+            ).values_list("id", flat=True)
+        )
+        claims = []
+        for execution, step, step_execution, resume in candidates:
+            if step_execution.id not in mine:
+                continue
+            if step is None:
+                _finish(execution, ExecutionStatus.COMPLETED, "", now)
+            else:
+                step_execution.status, step_execution.claim_token = StepExecutionStatus.RUNNING, token
+                step_execution.started_at = step_execution.started_at or now
+                execution.status, execution.current_step = ExecutionStatus.RUNNING, step
+                execution.resume_at, execution.updated_at = _lease(now), now
+                claims.append(Claim(execution, step, step_execution, resume, now))
+            changed.append(execution)
+        _save(changed)
+    return claims
 
 
-def next_step(*, step_id, label: str) -> WorkflowStep | None:
-    """The step the transition out of `step_id` with `label` leads to (a branch or an outcome, "" for none)."""
-    transitions = WorkflowTransition.objects.filter(from_step_id=step_id)
-    if label in ("yes", "no"):
-        transitions = transitions.filter(branch=label)
-    elif label:
-        transitions = transitions.filter(wait_outcome=label)
-    else:
-        transitions = transitions.filter(branch="", wait_outcome="")
-    transition = transitions.select_related("to_step__template").first()
-    return transition.to_step if transition else None
+def outcomes_record(*, claims: list[Claim], outcomes: list[Outcome], token: uuid.UUID) -> list[Claim]:
+    """Record each claim's outcome (module docstring, step 3), in a few statements for the whole batch. The
+    executions that go on have their next step claimed in the same transaction (written RUNNING under `token`);
+    those claims are returned, to be run at once."""
+    now = timezone.now()
+    following = _Following()
+    with transaction.atomic():
+        locked = {execution.id: execution for execution in _locked().filter(id__in=[c.execution.id for c in claims])}
+        held = set(
+            WorkflowStepExecution.objects.filter(
+                id__in=[claim.step_execution.id for claim in claims],
+                status=StepExecutionStatus.RUNNING,
+                claim_token=token,
+            ).values_list("id", flat=True)
+        )
+        recorded, changed, new_rows, next_claims = [], [], [], []
+        paused: dict = defaultdict(list)
+        for claim, outcome in zip(claims, outcomes, strict=True):
+            step_execution = claim.step_execution
+            if step_execution.id not in held:
+                continue  # its lease ran out and another worker claimed it again: that claim records it
+            step_execution.output = outcome.output
+            if outcome.pause:
+                step_execution.status, step_execution.scheduled_for = outcome.pause, outcome.until
+            elif outcome.error:
+                step_execution.status, step_execution.error = StepExecutionStatus.FAILED, outcome.error[:10000]
+                step_execution.completed_at = now
+            else:
+                step_execution.status, step_execution.completed_at = StepExecutionStatus.COMPLETED, now
+            recorded.append(step_execution)
+            execution = locked.get(claim.execution.id)
+            if execution is None or execution.status != ExecutionStatus.RUNNING:
+                continue  # cancelled while the step ran: the step's result stands, nothing follows
+            execution.project = claim.execution.project
+            if outcome.context:
+                execution.context = {**execution.context, **outcome.context}
+            changed.append(execution)
+            if outcome.pause:
+                execution.status, execution.resume_at, execution.updated_at = (
+                    ExecutionStatus.WAITING,
+                    outcome.until,
+                    now,
+                )
+                if outcome.until is not None:
+                    paused[outcome.until].append(execution.id)
+                continue
+            if outcome.error:
+                _finish(execution, ExecutionStatus.FAILED, outcome.error[:10000], now)
+                continue
+            if outcome.exit_reason is not None:
+                _finish(execution, ExecutionStatus.EXITED, outcome.exit_reason, now)
+                continue
+            step = following.step(claim.step.id, outcome.follow)
+            if step is None:
+                _finish(execution, ExecutionStatus.COMPLETED, "", now)
+                continue
+            # Step executions are listed in creation order: the next one is written strictly after this one.
+            following_execution = _running(
+                execution, step, token, max(now, step_execution.created_at + timedelta(microseconds=1))
+            )
+            new_rows.append(following_execution)
+            execution.status, execution.current_step = ExecutionStatus.RUNNING, step
+            execution.resume_at, execution.updated_at = _lease(now), now
+            next_claims.append(Claim(execution, step, following_execution, None, now))
+        WorkflowStepExecution.objects.bulk_update(recorded, _OUTCOME_FIELDS)
+        WorkflowStepExecution.objects.bulk_create(new_rows)
+        _save(changed)
+        for until, execution_ids in paused.items():
+            _publish_at(execution_ids, until, now)
+    return next_claims
 
 
 def _finish(execution: WorkflowExecution, status: str, reason: str, now) -> None:
     execution.status, execution.exit_reason = status, reason
     execution.completed_at = execution.updated_at = now
     execution.resume_at = None
-    execution.save(update_fields=["status", "exit_reason", "completed_at", "updated_at", "resume_at", "context"])
 
 
-def _publish_at(execution_id, until: datetime | None, now: datetime) -> None:
+def _save(executions: list[WorkflowExecution]) -> None:
+    """Write the executions' new states, one statement for all."""
+    WorkflowExecution.objects.bulk_update(executions, _EXECUTION_FIELDS)
+
+
+def _publish_at(execution_ids: list, until: datetime, now: datetime) -> None:
     """An ETA task for a pause that ends soon; a later end (or a lost task) is left to the sweep."""
-    if until is None:
-        return
     countdown = (until - now).total_seconds()
     if countdown <= settings.WORKFLOW_ETA_MAX_SECONDS:
-        executions_publish_after_commit([execution_id], countdown=countdown)
-
-
-# The sweep --------------------------------------------------------------------------------------------------------
-
-
-SWEEP_CHUNK = 1000
-
-
-def executions_due_claim(*, now: datetime | None = None, limit: int | None = None) -> list:
-    """Take the executions whose `resume_at` has come (a pause over, a lease run out, a task lost), up to `limit`,
-    and hand them back for publishing:
-
-    1. A step still RUNNING there belongs to a worker that died (a live one's lease is in the future): it goes back
-       to PENDING, to be claimed and run again (its side effect is keyed, `workflows.steps`).
-    2. Each one's `resume_at` is pushed out by the publish grace: a second sweep does not take it again, and if
-       its task is lost too, a later one does.
-
-    On PostgreSQL the rows are taken with SKIP LOCKED, so overlapping sweeps and running steps never wait on each
-    other."""
-    now = now or timezone.now()
-    limit = limit or settings.WORKFLOW_SWEEP_LIMIT
-    taken: list = []
-    while len(taken) < limit:
-        with transaction.atomic():
-            chunk = list(
-                WorkflowExecution.objects.select_for_update(skip_locked=True)
-                .filter(status__in=ACTIVE_STATUSES, resume_at__lte=now)
-                .order_by("resume_at")
-                .values_list("id", flat=True)[: min(SWEEP_CHUNK, limit - len(taken))]
-            )
-            if not chunk:
-                break
-            WorkflowStepExecution.objects.filter(execution_id__in=chunk, status=StepExecutionStatus.RUNNING).update(
-                status=StepExecutionStatus.PENDING
-            )
-            WorkflowExecution.objects.filter(id__in=chunk).update(resume_at=publish_grace(now))
-        taken += chunk
-    return taken
+        executions_publish_after_commit(execution_ids, countdown=countdown)

@@ -252,7 +252,9 @@ class WorkflowExecution(models.Model):
 
 class WorkflowStepExecution(models.Model):
     """One step of one execution. (execution, step) is unique: without cycles a step is reached at most once per
-    execution, so the engine claims a step by inserting or updating this row and never runs it twice."""
+    execution, so the engine claims a step by inserting or updating this row and never runs it twice. Each claim
+    writes a new `claim_token`; only the holder of the current token records the step's outcome, so a worker whose
+    lease was taken over cannot overwrite what the newer claim records."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     execution = models.ForeignKey(
@@ -266,6 +268,7 @@ class WorkflowStepExecution(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    claim_token = models.UUIDField(null=True, blank=True, editable=False)
 
     class Meta:
         constraints = [

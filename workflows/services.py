@@ -12,7 +12,7 @@ from core.errors import Conflict, ErrorCode, ServiceError, ValidationFailed
 from domains.services import sender_domain_for
 from workflows import graph
 from workflows.configs import step_config_clean
-from workflows.engine import executions_publish_after_commit, publish_grace
+from workflows.dispatch import executions_publish_after_commit, publish_grace
 from workflows.models import (
     ACTIVE_STATUSES,
     UNFINISHED_STEP_STATUSES,

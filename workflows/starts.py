@@ -12,7 +12,7 @@ from django.utils import timezone
 from accounts.models import Project
 from contacts.models import Event
 from core.time import iso
-from workflows.engine import executions_publish_after_commit, publish_grace
+from workflows.dispatch import executions_publish_after_commit, publish_grace
 from workflows.models import (
     ExecutionStatus,
     StepExecutionStatus,

@@ -3,28 +3,79 @@ after a worker died mid-step, so each one's side effect is keyed or idempotent: 
 the step execution's id, a WEBHOOK sends the same `webhook-id` on every attempt, UPDATE_CONTACT sets values."""
 
 import json
+import logging
+from collections import defaultdict
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
 from accounts.services import project_webhook_secret
 from contacts.models import Contact
 from contacts.services import contact_subscription_set, contact_update
+from core.errors import ServiceError
 from core.time import iso
 from messaging.content import rendering
 from messaging.models import Email
-from messaging.sending.services import Address, SendContent, emails_queue
+from messaging.sending.services import Address, SendContent, emails_queue, emails_queue_contacts
 from segments.conditions import condition_matches
 from workflows.configs import CONTEXT_PREFIX, DELAY_UNITS, webhook_url_problem
 from workflows.engine import Claim, Outcome
 from workflows.models import StepExecutionStatus, StepType, WaitOutcome
 from workflows.webhooks import WebhookResult, webhook_retry_delay, webhook_send
 
+logger = logging.getLogger(__name__)
 EXIT_REASON = "Exited by an EXIT step"
 
 
-def step_run(claim: Claim) -> Outcome:
-    return _HANDLERS[claim.step.type](claim)
+def steps_run(claims: list[Claim], *, keep_alive: Callable[[], None] = lambda: None) -> list[Outcome]:
+    """The outcome of each claim's step, in order: the SEND_EMAIL steps of one step to contacts as one bulk send,
+    every other one by itself, `keep_alive` (the engine's lease renewal) called before each."""
+    outcomes: dict[int, Outcome] = {}
+    sends: dict = defaultdict(list)
+    for index, claim in enumerate(claims):
+        recipient = claim.step.config.get("recipient") or {}
+        if claim.step.type == StepType.SEND_EMAIL and recipient.get("type") != "CUSTOM":
+            sends[claim.step.id].append(index)
+        else:
+            keep_alive()
+            [outcomes[index]] = _guarded([claim], _run_one)
+    for indexes in sends.values():
+        keep_alive()
+        outcomes.update(zip(indexes, _guarded([claims[index] for index in indexes], _send_to_contacts), strict=True))
+    return [outcomes[index] for index in range(len(claims))]
+
+
+def _run_one(claims: list[Claim]) -> list[Outcome]:
+    [claim] = claims
+    return [_HANDLERS[claim.step.type](claim)]
+
+
+def _guarded(claims: list[Claim], run: Callable[[list[Claim]], list[Outcome]]) -> list[Outcome]:
+    """Run the steps; their own failure becomes a FAILED outcome for each. A lost database is not the steps'
+    failure: it is raised, and the lease brings them back."""
+    try:
+        return run(claims)
+    except (OperationalError, InterfaceError):
+        raise
+    except ServiceError as refused:
+        return [Outcome(error=_service_error_text(refused))] * len(claims)
+    except Exception as exc:
+        logger.exception("Workflow step %s of %d execution(s) failed", claims[0].step.id, len(claims))
+        return [Outcome(error=f"{type(exc).__name__}: {exc}")] * len(claims)
+
+
+def _service_error_text(refused: ServiceError) -> str:
+    errors = getattr(refused, "errors", None) or []
+    if errors:
+        first = errors[0]
+        return (
+            f"{refused.message} ({first.get('field')}: {first.get('message')})"
+            if first.get("field")
+            else refused.message
+        )
+    return refused.message
 
 
 def _contact(claim: Claim) -> Contact:
@@ -51,43 +102,66 @@ def _exit(claim: Claim) -> Outcome:
 # SEND_EMAIL -------------------------------------------------------------------------------------------------------
 
 
-def _send_email(claim: Claim) -> Outcome:
-    """Queue the template through the one send path, keyed by the step execution's id: run twice (a worker died
-    after queueing), it finds its email and queues nothing more. To an unsubscribed contact a MARKETING or
-    HEADLESS template is stored SUPPRESSED and the execution goes on."""
-    email_id = claim.step_execution.id
+def _content(claim: Claim) -> SendContent:
+    template = claim.step.template
+    return SendContent(
+        subject=template.subject,
+        body=template.body,
+        sender=Address(email=template.from_email, name=template.from_name or claim.execution.project.name),
+        reply_to=template.reply_to,
+        type=template.type,
+        template=template,
+        source=Email.Source.WORKFLOW,
+        workflow_id=claim.execution.workflow_id,
+    )
+
+
+def _sent(email_id, to_email: str, status: str) -> Outcome:
+    return Outcome(output={"emailId": str(email_id), "to": to_email, "status": status})
+
+
+def _send_to_contacts(claims: list[Claim]) -> list[Outcome]:
+    """SEND_EMAIL of one step to each execution's contact, through the send path's bulk queueing, each email keyed
+    by its step execution's id: run twice (a worker died after queueing), a step finds its email and queues
+    nothing more. To an unsubscribed contact a MARKETING or HEADLESS template is stored SUPPRESSED and the
+    execution goes on."""
     # A first run has a new step execution, so no email can have its id yet; only a run again looks.
+    again = [claim.step_execution.id for claim in claims if claim.resume is not None]
+    existing = {row["id"]: row for row in Email.objects.filter(id__in=again).values("id", "to_email", "status")}
+    to_send = [claim for claim in claims if claim.step_execution.id not in existing]
+    if to_send:
+        emails = emails_queue_contacts(
+            project=to_send[0].execution.project,
+            contacts=[_contact(claim) for claim in to_send],
+            content=_content(to_send[0]),
+            variables=[_variables(_contact(claim), claim.execution.context) for claim in to_send],
+            email_ids=[claim.step_execution.id for claim in to_send],
+        )
+        existing.update({email.id: {"to_email": email.to_email, "status": email.status} for email in emails})
+    return [
+        _sent(key, existing[key]["to_email"], existing[key]["status"]) for key in (c.step_execution.id for c in claims)
+    ]
+
+
+def _send_email(claim: Claim) -> Outcome:
+    """SEND_EMAIL to a CUSTOM recipient, through the one send path, keyed by the step execution's id as
+    `_send_to_contacts` keys its emails. The address gets the contact's variables."""
+    email_id = claim.step_execution.id
     existing = None if claim.resume is None else Email.objects.filter(id=email_id).values("to_email", "status").first()
     if existing is None:
-        template = claim.step.template
-        contact = _contact(claim)
-        recipient = claim.step.config.get("recipient") or {}
-        custom = recipient.get("type") == "CUSTOM"
         context = claim.execution.context
         # Values for this email only (the data rules' non-persistent form): rendered, never stored on a contact.
-        transient = {"context": context, "event": context}
-        if custom:
-            transient = {**contact.data, **transient}
-        content = SendContent(
-            subject=template.subject,
-            body=template.body,
-            sender=Address(email=template.from_email, name=template.from_name or claim.execution.project.name),
-            reply_to=template.reply_to,
-            type=template.type,
-            template=template,
-            source=Email.Source.WORKFLOW,
-            workflow_id=claim.execution.workflow_id,
-        )
+        transient = {**_contact(claim).data, "context": context, "event": context}
         [queued] = emails_queue(
             project=claim.execution.project,
-            recipients=[Address(email=recipient["email"] if custom else contact.email)],
-            content=content,
+            recipients=[Address(email=claim.step.config["recipient"]["email"])],
+            content=_content(claim),
             data={key: {"value": value, "persistent": False} for key, value in transient.items()},
             email_id=email_id,
             store_opted_out=True,
         )
         existing = {"to_email": queued.email.to_email, "status": queued.email.status}
-    return Outcome(output={"emailId": str(email_id), "to": existing["to_email"], "status": existing["status"]})
+    return _sent(email_id, existing["to_email"], existing["status"])
 
 
 # DELAY, WAIT_FOR_EVENT --------------------------------------------------------------------------------------------

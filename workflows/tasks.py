@@ -2,7 +2,8 @@
 
 from celery import shared_task
 
-from workflows.engine import executions_advance, executions_due_claim, executions_publish
+from workflows.dispatch import executions_dispatch, executions_due_claim, executions_publish
+from workflows.engine import executions_advance
 
 # acks_late + reject_on_worker_lost: a worker killed mid-step leaves the message for another; the claim makes a
 # redelivery harmless, and the lease brings back a step whose message is gone too.
@@ -15,7 +16,13 @@ def advance_executions_task(execution_ids: list[str]) -> int:
 
 
 @shared_task(ignore_result=True)
+def dispatch_executions_task() -> int:
+    return executions_dispatch()
+
+
+@shared_task(ignore_result=True)
 def sweep_executions_task() -> int:
+    executions_dispatch()  # what a lost dispatch task left waiting goes first
     due = executions_due_claim()
     executions_publish(due)
     return len(due)

@@ -541,7 +541,8 @@ WEBHOOK_ALLOWED_NETWORKS = env.list("WEBHOOK_ALLOWED_NETWORKS", default=[])
 WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)
 # The engine (docs/workflows.md "The engine"). A step claimed by a worker is that worker's for this many seconds; past
 # it, the worker is taken for dead and the periodic sweep runs the step again. Longer than any step takes (a webhook
-# call is at most about twice WEBHOOK_TIMEOUT_SECONDS; its retries wait as resume times, not in the worker).
+# call is at most about twice WEBHOOK_TIMEOUT_SECONDS; its retries wait as resume times, not in the worker): a task
+# runs its batch's steps one after another and renews the lease between them once a third of it has passed.
 WORKFLOW_STEP_LEASE_SECONDS = env.float("WORKFLOW_STEP_LEASE_SECONDS", default=300)
 # An execution handed to the broker whose task has not come this many seconds later lost it (broker down, process
 # killed): the sweep publishes it again. A duplicate task finds nothing to claim.

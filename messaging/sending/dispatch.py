@@ -27,12 +27,11 @@ from collections import defaultdict
 from django.conf import settings
 from django.core.cache import caches
 
-from core.cache import list_push, redis_client
+from core.cache import list_drain, list_hand_over, redis_client
 from core.commit import after_commit
 
 logger = logging.getLogger(__name__)
 _QUEUE = "delivery:waiting"
-_TAKE = 1000
 # Bulk mail (campaign batches) waits behind everything else. On Redis, kombu keeps a list per priority step and a
 # worker reads the lists in order, 0 (the default of every other task) first and 9 last, so a delivery task of a
 # campaign is taken only when no transactional one is waiting. (The filesystem broker of the embedded install is
@@ -83,15 +82,7 @@ def _schedule_dispatch() -> None:
 
 
 def _hand_over(email_ids: list[str]) -> None:
-    try:
-        schedule = list_push(caches["default"], _QUEUE, email_ids)
-    except Exception:
-        logger.exception("Delivery queue unavailable; publishing the delivery tasks directly")
-        schedule = None
-    if schedule is None:
-        delivery_tasks_publish(email_ids)
-    elif schedule:
-        _schedule_dispatch()
+    list_hand_over(caches["default"], _QUEUE, email_ids, publish=delivery_tasks_publish, drain=_schedule_dispatch)
 
 
 class _Batcher:
@@ -167,14 +158,4 @@ def enqueue_bulk_delivery(email_ids: list) -> None:
 
 def emails_dispatch() -> int:
     """Publish delivery tasks for the ids waiting in the list (oldest first); returns how many were taken."""
-    client = redis_client(caches["default"])
-    if client is None:
-        return 0
-    queue = caches["default"].make_and_validate_key(_QUEUE)
-    taken = 0
-    while True:
-        raw = client.lpop(queue, _TAKE)
-        if not raw:
-            return taken
-        delivery_tasks_publish([value.decode() for value in raw])
-        taken += len(raw)
+    return list_drain(caches["default"], _QUEUE, delivery_tasks_publish)

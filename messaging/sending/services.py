@@ -36,7 +36,7 @@ from messaging.sending import parse
 from messaging.sending.dispatch import enqueue_bulk_delivery, enqueue_delivery
 from messaging.sending.mime import Attachment
 from messaging.sending.parse import Address
-from messaging.sending.personalize import personalize
+from messaging.sending.personalize import Personal, not_rendered, personalize
 
 logger = logging.getLogger(__name__)
 OPT_OUT_TYPES = (EmailType.MARKETING, EmailType.HEADLESS)
@@ -116,26 +116,34 @@ def _email_row(
     variables: dict,
     bundle: AttachmentBundle | None,
     now,
+    fail_refused: bool = False,
     email_id: uuid.UUID | None = None,
 ) -> Email:
     """One recipient's email row, personalized; content that this recipient's data pushes past a rendering limit
-    or the size cap is refused (422). `email_id` is the caller's key for the row (a workflow step's), so that
-    running the same send twice cannot store two."""
+    or the size cap is refused (422), or with `fail_refused` gives a FAILED row saying why (a batch goes on without
+    that recipient's mail). `email_id` is the caller's key for the row (a workflow step's), so that running the
+    same send twice cannot store two."""
     email_id = email_id or uuid.uuid4()
-    personal = personalize(
-        project=project,
-        subject=content.subject,
-        body=content.body,
-        email_type=content.type,
-        source=content.source,
-        email_id=email_id,
-        to_email=to.email,
-        contact_id=contact.id if contact else None,
-        subscribed=contact.subscribed if contact else True,
-        variables=variables,
-        attachment_bytes=bundle.total_bytes if bundle else 0,
-    )
-    return Email(
+    failure = ""
+    try:
+        personal = personalize(
+            project=project,
+            subject=content.subject,
+            body=content.body,
+            email_type=content.type,
+            source=content.source,
+            email_id=email_id,
+            to_email=to.email,
+            contact_id=contact.id if contact else None,
+            subscribed=contact.subscribed if contact else True,
+            variables=variables,
+            attachment_bytes=bundle.total_bytes if bundle else 0,
+        )
+    except ValidationFailed as refused:
+        if not fail_refused:
+            raise
+        personal, failure = Personal(subject=content.subject[:998], html=""), not_rendered(refused)
+    email = Email(
         id=email_id,
         project=project,
         contact=contact,
@@ -157,6 +165,9 @@ def _email_row(
         created_at=now,
         updated_at=now,
     )
+    if failure:
+        email.status, email.last_error = Email.Status.FAILED, failure
+    return email
 
 
 def _recipient_data(data: dict | None, recipient: Address) -> dict:
@@ -315,12 +326,12 @@ def emails_allowance_check(*, project: Project, source: str, count: int) -> None
 
 
 def emails_queue_bulk(*, project: Project, contacts: list[tuple], content: SendContent) -> None:
-    """Queue one email per contact of a batch whose audience was chosen by the caller (a campaign's fan-out; each
-    contact an (id, address) pair): all inserted in one statement, unrendered, and handed to delivery at
-    `BULK_PRIORITY` after the commit. Delivery personalizes each as it sends it (`messaging.sending.personalize`),
-    so a batch costs one insert and no rendering. The contacts are not upserted (they exist) and nothing is checked
-    per recipient. The emails inserted are counted in the campaigns category; its cap was checked when the campaign
-    was sent (`emails_allowance_check`), so a started campaign is never cut short.
+    """Queue one email per contact of a campaign's batch, whose audience the campaign chose (each contact an
+    (id, address) pair): all inserted in one statement, unrendered, and handed to delivery at `BULK_PRIORITY` after
+    the commit. Delivery personalizes each as it sends it (`messaging.sending.personalize`), so a batch costs one
+    insert and no rendering. The contacts are not upserted (they exist) and nothing is checked per recipient. The
+    emails inserted are counted in the campaigns category; its cap was checked when the campaign was sent
+    (`emails_allowance_check`), so a started campaign is never cut short.
 
     A contact that already has an email of `content.campaign_id` is left out by the unique constraint on
     (campaign, contact): a batch run twice queues nothing twice. (Its id is still published; delivery's claim
@@ -359,6 +370,55 @@ def emails_queue_bulk(*, project: Project, contacts: list[tuple], content: SendC
             usage.usage_add(allowance, inserted)
             usage.usage_warn(allowance, inserted, now=now)
     enqueue_bulk_delivery(ids)
+
+
+def emails_queue_contacts(
+    *,
+    project: Project,
+    contacts: list[Contact],
+    content: SendContent,
+    variables: list[dict],
+    email_ids: list[uuid.UUID],
+) -> list[Email]:
+    """Queue one email per existing contact of a workflow's SEND_EMAIL steps, each rendered now with the caller's
+    `variables` for it and keyed by the caller's `email_ids` (an id already stored is left out, so a step run twice
+    queues nothing twice): all inserted in one statement and handed to delivery after the commit; returns the rows,
+    in order. The contacts are not upserted (they exist) and nothing is refused: stored as `emails_queue` stores one
+    with `store_opted_out` (over the monthly cap FAILED and not counted, to an unsubscribed contact with a marketing
+    or headless template SUPPRESSED), and content that a contact's data pushes past a rendering limit FAILED with
+    the reason."""
+    if not contacts:
+        return []
+    domain = sender_domain_for(project=project, address=content.sender.email)
+    now = timezone.now()
+    allowance = _allowance(project, content.source, now)
+    blocked = allowance is not None and allowance.exceeded_by(len(contacts))
+    emails = []
+    for index, contact in enumerate(contacts):
+        email = _email_row(
+            project=project,
+            content=content,
+            domain_name=domain.name,
+            to=Address(email=contact.email),
+            contact=contact,
+            variables=variables[index],
+            bundle=None,
+            now=now,
+            fail_refused=True,
+            email_id=email_ids[index],
+        )
+        if blocked:
+            email.status, email.last_error = Email.Status.FAILED, usage.BLOCKED_REASON
+        else:
+            _opted_out(email, contact, content)
+        emails.append(email)
+    with transaction.atomic():
+        inserted = insert_prepared(emails, ignore_conflicts=True)
+        if allowance is not None and not blocked:
+            usage.usage_add(allowance, inserted)
+            usage.usage_warn(allowance, inserted, now=now)
+    enqueue_delivery([email.id for email in emails if email.status == Email.Status.QUEUED])
+    return emails
 
 
 def emails_send_request(*, project: Project, body: dict, raw: dict) -> list[Queued]:

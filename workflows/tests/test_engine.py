@@ -3,17 +3,25 @@ finishing states, and the claims that keep a step from running twice. Mail goes 
 webhooks to a real HTTP receiver on loopback."""
 
 import json
+import threading
+import uuid
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
+from config.tests.processes import wait_until
+from conftest import client_with
 from contacts.models import Contact, Event
 from core.standard_webhooks import signature_headers
 from messaging.models import Email, EmailType, Template
-from workflows.engine import execution_advance
+from workflows.dispatch import executions_due_claim
+from workflows.engine import Outcome, executions_advance, executions_claim, outcomes_record
 from workflows.models import WorkflowExecution, WorkflowStepExecution
+from workflows.steps import steps_run
 from workflows.tasks import sweep_executions_task
+from workflows.tests.conftest import Api
 from workflows.tests.receivers import Answer
 
 pytestmark = pytest.mark.django_db
@@ -343,6 +351,76 @@ def test_the_template_renders_contact_variables_and_context(api, project, contac
     assert Contact.objects.get(id=contact.id).data == {"plan": "pro"}
 
 
+def test_one_task_sends_each_execution_of_its_batch_its_own_email_once(api, project, committed, smtp_sink):
+    """Executions handed over together are claimed, sent and recorded together: each contact gets the email
+    rendered with its own data and context (an unsubscribed one's marketing mail is stored SUPPRESSED), keyed by
+    its step execution, and a second run of the same batch finds every email and stores none again."""
+    template = Template.objects.create(
+        project=project.project, name="News", subject="{{ plan }} {{ event.n }}", body="<p>x</p>",
+        from_email="hello@alice.test", type=EmailType.MARKETING,
+    )  # fmt: skip
+    workflow = api.workflow()
+    api.step(workflow, "SEND_EMAIL", {"templateId": str(template.id)}, name="Mail")
+    api.enable(workflow)
+    plans = {"a@example.com": "free", "b@example.com": "pro", "c@example.com": "team"}
+    contacts = [
+        Contact.objects.create(
+            project=project.project, email=email, data={"plan": plan}, subscribed=email != "c@example.com"
+        )
+        for email, plan in plans.items()
+    ]
+    executions = [api.start(workflow, contact, context={"n": n}) for n, contact in enumerate(contacts)]
+    ids = [execution["id"] for execution in executions]  # not committed: the one task below runs them all
+
+    assert committed(lambda: executions_advance(execution_ids=ids)) == 3  # a SEND_EMAIL each (the TRIGGER is no run)
+    emails = {email.to_email: email for email in Email.objects.all()}
+    assert {address: (email.subject, email.status) for address, email in emails.items()} == {
+        "a@example.com": ("free 0", "SENT"),
+        "b@example.com": ("pro 1", "SENT"),
+        "c@example.com": ("team 2", "SUPPRESSED"),
+    }
+    for execution in executions:
+        assert detail(api, workflow, execution)["status"] == "COMPLETED"
+        mail = steps_of(api, workflow, execution)["Mail"]
+        assert emails[mail["output"]["to"]].id == uuid.UUID(mail["output"]["emailId"]) == uuid.UUID(mail["id"])
+    assert sorted(message.rcpt_tos[0] for message in smtp_sink.received) == ["a@example.com", "b@example.com"]
+
+    # The same batch again, as after its worker died having sent: the steps run again and find their emails.
+    WorkflowStepExecution.objects.filter(step__name="Mail").update(status="PENDING")
+    WorkflowExecution.objects.update(status="RUNNING", completed_at=None)
+    assert committed(lambda: executions_advance(execution_ids=ids)) == 3
+    assert Email.objects.count() == 3 and len(smtp_sink.received) == 2
+    assert set(WorkflowExecution.objects.values_list("status", flat=True)) == {"COMPLETED"}
+
+
+def test_a_batch_of_two_projects_sends_each_its_own_email_from_its_own_template(api, project, other_project, committed):
+    """One task may carry executions of several projects: each is sent from its own project's template to its own
+    contact (the same address in both), counted and listed in its project only."""
+    other_api = Api(client_with(other_project.keys.secret_key))
+    ids, flows = [], {}
+    for persona, client, domain in ((project, api, "alice.test"), (other_project, other_api, "bob.test")):
+        template = Template.objects.create(
+            project=persona.project, name="Hi", subject=f"Hi from {domain}", body="<p>x</p>",
+            from_email=f"hello@{domain}", type=EmailType.TRANSACTIONAL,
+        )  # fmt: skip
+        workflow = client.workflow()
+        client.step(workflow, "SEND_EMAIL", {"templateId": str(template.id)})
+        client.enable(workflow)
+        contact = Contact.objects.create(project=persona.project, email="same@example.com")
+        execution = client.start(workflow, contact)
+        ids.append(execution["id"])
+        flows[persona.project.id] = (template.id, contact.id, workflow, execution)
+
+    assert committed(lambda: executions_advance(execution_ids=ids)) == 2
+    for project_id, (template_id, contact_id, _, _) in flows.items():
+        [email] = Email.objects.filter(project_id=project_id)
+        assert (email.template_id, email.contact_id) == (template_id, contact_id)
+    ours, theirs = flows[project.project.id], flows[other_project.project.id]
+    assert detail(api, ours[2], ours[3])["status"] == "COMPLETED"
+    other_api.call("get", f"/workflows/{ours[2]['id']}/executions/{ours[3]['id']}", status=404)
+    other_api.call("get", f"/workflows/{theirs[2]['id']}/executions/{ours[3]['id']}", status=404)
+
+
 def test_a_custom_recipient_gets_the_contacts_variables(api, project, contact, start, smtp_sink):
     template = Template.objects.create(
         project=project.project, name="Alert", subject="{{ plan }} signup", body="<p>x</p>",
@@ -422,7 +500,7 @@ def test_a_step_error_fails_the_step_and_the_execution(api, live, contact, start
 
 def test_a_duplicate_task_finds_nothing_to_claim(live, api, start, contact, smtp_sink, committed):
     execution = start(live, contact)
-    assert committed(lambda: execution_advance(execution_id=execution["id"])) == 0
+    assert committed(lambda: executions_advance(execution_ids=[execution["id"]])) == 0
     assert Email.objects.count() == 1
 
 
@@ -452,8 +530,69 @@ def test_a_running_step_within_its_lease_is_left_alone(live, api, contact, commi
     WorkflowExecution.objects.filter(id=execution["id"]).update(
         status="RUNNING", current_step=step.step, resume_at=timezone.now() + timedelta(seconds=60)
     )
-    assert committed(lambda: execution_advance(execution_id=execution["id"])) == 0
+    assert committed(lambda: executions_advance(execution_ids=[execution["id"]])) == 0
     assert sweep(committed) == 0
+
+
+def test_a_worker_taken_over_after_its_lease_records_nothing_over_the_newer_claim(api, contact, settings):
+    """A live worker outlives its step's lease: the sweep gives the step to another worker, which runs it again.
+    The first one finishing afterwards (here with an error) must not write over what the newer claim records, nor
+    end the execution: the step and the execution tell one story."""
+    workflow = api.workflow()
+    api.step(workflow, "UPDATE_CONTACT", {"updates": {"done": True}}, name="Mark")
+    api.enable(workflow)
+    execution = api.start(workflow, contact)  # not committed: no task runs it, the claims below do
+    slow, fast = uuid.uuid4(), uuid.uuid4()
+    first = executions_claim(execution_ids=[execution["id"]], token=slow)
+    assert [claim.step.name for claim in first] == ["Mark"]
+    time_passes(settings.WORKFLOW_STEP_LEASE_SECONDS + 1)
+    assert [str(taken) for taken in executions_due_claim()] == [execution["id"]]
+    second = executions_claim(execution_ids=[execution["id"]], token=fast)
+    assert [claim.step_execution.id for claim in second] == [claim.step_execution.id for claim in first]
+
+    assert outcomes_record(claims=first, outcomes=[Outcome(error="Lost the database")], token=slow) == []
+    outcomes_record(claims=second, outcomes=steps_run(second), token=fast)
+
+    done = detail(api, workflow, execution)
+    assert (done["status"], done["exitReason"]) == ("COMPLETED", None)
+    mark = steps_of(api, workflow, execution)["Mark"]
+    assert (mark["status"], mark["error"], mark["output"]["updated"]) == ("COMPLETED", None, ["done"])
+    assert Contact.objects.get(id=contact.id).data["done"] is True
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_of_slow_steps_renews_its_lease_and_no_sweep_takes_it_meanwhile(
+    api, project, receiver, allow_loopback, settings
+):
+    """Three webhook steps of 0.6 s each in one task, under a 0.9 s lease: by the third call the first lease is over,
+    but the task renewed it between steps, so a sweep then takes nothing and every step runs once."""
+    if connection.vendor != "postgresql":
+        pytest.skip("a sweep beside a running task needs PostgreSQL")
+    settings.WORKFLOW_STEP_LEASE_SECONDS = 0.9
+    receiver.answers["/slow"] = Answer(delay=0.6)
+    workflow = api.workflow()
+    call = api.step(workflow, "WEBHOOK", {"url": receiver.url("/slow")})
+    contacts = [Contact.objects.create(project=project.project, email=f"c{n}@example.com") for n in range(3)]
+    executions = WorkflowExecution.objects.bulk_create(
+        WorkflowExecution(
+            project=project.project, workflow_id=workflow["id"], contact=contact, current_step_id=call["id"]
+        )
+        for contact in contacts
+    )
+
+    def run() -> None:
+        try:
+            executions_advance(execution_ids=[execution.id for execution in executions])
+        finally:
+            connection.close()
+
+    task = threading.Thread(target=run)
+    task.start()
+    wait_until(lambda: len(receiver.requests) == 3, timeout=10, what="the third call", interval=0.01)
+    assert executions_due_claim() == []
+    task.join()
+    assert set(WorkflowExecution.objects.values_list("status", flat=True)) == {"COMPLETED"}
+    assert len(receiver.requests) == 3
 
 
 def test_a_cancelled_waiting_execution_is_never_resumed(api, waiting_flow, contact, start, committed, track):
