@@ -105,7 +105,7 @@ def main() -> None:
     try:
         time.sleep(0.5)
         _deliver_all(warm, settings.DELIVERY_BATCH_SIZE)  # the key, the connection, imports: not per email
-        profile = cProfile.Profile() if args.profile else None
+        profile = cProfile.Profile(time.process_time) if args.profile else None
         cpu, database_cpu, wall = time.process_time(), _backend_cpu_seconds(backend), time.perf_counter()
         if profile:
             profile.enable()

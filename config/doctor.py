@@ -176,6 +176,7 @@ QUEUES = {
     "emails_queued": "email(s) queued",
     "jobs_pending": "job(s) pending",
     "delivery_handover": "id(s) in the delivery handover list",
+    "bulk_handover": "campaign email id(s) in the bulk handover list",
     "broker": "task(s) waiting in the broker",
 }
 
@@ -189,10 +190,11 @@ def queue_depths() -> dict[str, int | str]:
     }
     client = redis_client(caches["default"])
     if client is not None:
-        try:
-            depths["delivery_handover"] = client.llen(caches["default"].make_and_validate_key("delivery:waiting"))
-        except Exception as exc:
-            depths["delivery_handover"] = f"unreadable ({type(exc).__name__})"
+        for depth, name in (("delivery_handover", "delivery:waiting"), ("bulk_handover", "delivery:bulk")):
+            try:
+                depths[depth] = client.llen(caches["default"].make_and_validate_key(name))
+            except Exception as exc:
+                depths[depth] = f"unreadable ({type(exc).__name__})"
     if settings.CELERY_BROKER_URL.startswith("redis"):
         try:
             from redis import Redis

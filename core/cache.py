@@ -24,14 +24,15 @@ def redis_client(cache: BaseCache):
     return client
 
 
-def list_push(cache: BaseCache, name: str, values: list[str]) -> bool | None:
+def list_push(cache: BaseCache, name: str, values: list[str], *, step: int = 1000) -> bool | None:
     """Append `values` to the Redis list `name` (a work queue drained by a Celery task). Returns whether the caller
-    should schedule the task: the list was empty before (nobody has), or it just crossed another thousand waiting
+    should schedule the task: the list was empty before (nobody has), or it just crossed another `step` waiting
     values (in case the scheduled task was lost). None when the cache is not Redis; Redis errors propagate."""
     client = redis_client(cache)
     if client is None:
         return None
-    return drain_due(length=client.rpush(cache.make_and_validate_key(name), *values), pushed=len(values))
+    length = client.rpush(cache.make_and_validate_key(name), *values)
+    return drain_due(length=length, pushed=len(values), step=step)
 
 
 def list_hand_over(
@@ -41,11 +42,12 @@ def list_hand_over(
     *,
     publish: Callable[[list[str]], object],
     drain: Callable[[], object],
+    step: int = 1000,
 ) -> None:
     """Append `values` to the work queue `name` and call `drain` (which schedules the queue's task) when `list_push`
     says so; without Redis, or when it fails, `publish` the values' own tasks at once."""
     try:
-        schedule = list_push(cache, name, values)
+        schedule = list_push(cache, name, values, step=step)
     except Exception:
         logger.exception("Work queue %s unavailable; publishing its tasks directly", name)
         schedule = None
@@ -71,8 +73,8 @@ def list_drain(cache: BaseCache, name: str, handle: Callable[[list[str]], object
         taken += len(raw)
 
 
-def drain_due(*, length: int, pushed: int) -> bool:
+def drain_due(*, length: int, pushed: int, step: int = 1000) -> bool:
     """Whether pushing `pushed` values that left a work queue `length` long should schedule its task (see
     `list_push`)."""
     before = length - pushed
-    return before == 0 or before // 1000 != length // 1000
+    return before == 0 or before // step != length // step

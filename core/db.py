@@ -155,6 +155,31 @@ def insert_prepared(objs: Sequence[Model], *, ignore_conflicts: bool = False) ->
     return inserted
 
 
+def _prepared(field: Field, values: Sequence, connection) -> Sequence:
+    """`values` as `field` stores them. Ids (of the field or of the row it refers to) go as they are, UUIDs or in
+    text form (`core.ids.random_uuids`), and PostgreSQL checks them."""
+    kind = (field.target_field if field.is_relation else field).get_internal_type()
+    if kind == "UUIDField" and all(isinstance(value, str | uuid.UUID) for value in values):
+        return values
+    return [field.get_db_prep_save(value, connection) for value in values]
+
+
+def _array(values: Sequence) -> str | list:
+    """A column's values as one PostgreSQL array literal when they are text, UUIDs or NULLs (psycopg adapts a list
+    element by element in Python, which cost a campaign's fan-out a tenth of its time); other types as the list."""
+    elements = []
+    for value in values:
+        if value is None:
+            elements.append("NULL")
+        elif isinstance(value, uuid.UUID):
+            elements.append(str(value))
+        elif isinstance(value, str):
+            elements.append('"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"')
+        else:
+            return values
+    return "{" + ",".join(elements) + "}"
+
+
 def insert_varied(prototype: Model, varying: dict[str, Sequence], *, ignore_conflicts: bool = False) -> int:
     """INSERT one row per position of the `varying` columns (field name -> values, all of one length), every other
     column as in `prototype`; returns how many rows were inserted (with `ignore_conflicts`, a row that would break
@@ -188,9 +213,7 @@ def insert_varied(prototype: Model, varying: dict[str, Sequence], *, ignore_conf
         else:
             selected.append(f"%s::{field.db_type(connection)}")
             params.append(field.get_db_prep_save(field.pre_save(prototype, True), connection))
-    params += [
-        [named[name].get_db_prep_save(value, connection) for value in values] for name, values in varying.items()
-    ]
+    params += [_array(_prepared(named[name], values, connection)) for name, values in varying.items()]
     on_conflict = " ON CONFLICT DO NOTHING" if ignore_conflicts else ""
     table = quote(model._meta.db_table)
     sql = (

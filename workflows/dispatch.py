@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from core.cache import list_drain, list_hand_over
 from core.commit import after_commit
+from core.tasks import publish_in_batches
 from workflows.models import ACTIVE_STATUSES, StepExecutionStatus, WorkflowExecution, WorkflowStepExecution
 
 logger = logging.getLogger(__name__)
@@ -39,16 +40,14 @@ def executions_publish(execution_ids: list, *, countdown: float | None = None) -
     `resume_at` is already set, so the sweep publishes them later."""
     from workflows.tasks import advance_executions_task
 
-    size = settings.WORKFLOW_TASK_BATCH
-    ids = [str(execution_id) for execution_id in execution_ids]
     options = {} if countdown is None else {"countdown": max(0.0, countdown)}
-    for start in range(0, len(ids), size):
-        try:
-            advance_executions_task.apply_async(args=[ids[start : start + size]], **options)
-        except Exception:
-            logger.exception(
-                "Could not publish %d workflow execution(s); the sweep will", len(ids[start : start + size])
-            )
+    publish_in_batches(
+        advance_executions_task,
+        [str(execution_id) for execution_id in execution_ids],
+        size=settings.WORKFLOW_TASK_BATCH,
+        what="the sweep will publish them",
+        **options,
+    )
 
 
 def _schedule_dispatch() -> None:

@@ -66,3 +66,17 @@ def test_insert_varied_stores_the_prototype_with_each_rows_own_columns(project):
     assert stored[ids[0]] == {**expected, "to_email": "a@example.test"}
     assert stored[ids[2]] == {**expected, "to_email": "c@example.test"}
     assert stored[taken.id]["to_email"] == "old@example.test"  # the conflicting row stayed as it was
+
+
+def test_insert_varied_keeps_every_character_of_text_and_nulls_and_json_as_they_are(project):
+    """Text columns travel as array literals: quotes, backslashes, braces, commas, blanks, newlines, a text that
+    reads NULL and an empty one come back unchanged, a NULL stays NULL, and a JSON column (sent as a list) too."""
+    values = ['a"b', "c\\d", "{e,f}", " g ", "h\ni", "NULL", "", "\u00e9\u4e2d"]
+    ids = [uuid.uuid4() for _ in values]
+    headers = [{"X-Row": str(index), "quote": '"'} for index in range(len(values))]
+    varying = {"id": ids, "to_name": values, "template": [None] * len(values), "headers": headers}
+    assert insert_varied(_email(project.project), varying) == len(values)
+    stored = {row["id"]: row for row in Email.objects.values("id", "to_name", "template", "headers")}
+    assert [stored[email_id]["to_name"] for email_id in ids] == values
+    assert [stored[email_id]["template"] for email_id in ids] == [None] * len(values)
+    assert [stored[email_id]["headers"] for email_id in ids] == headers

@@ -9,10 +9,13 @@ Each process appends what its requests committed in the last `DELIVERY_HANDOVER_
 thread of its own: one Redis round trip per request was a tenth of a /v1/send request's CPU. With the setting at 0
 (the tests) the request appends its own ids after its commit.
 
+A campaign's batches go through a second list, whose tasks the same dispatch publishes at `BULK_PRIORITY` after
+the single requests' (`enqueue_bulk_delivery`).
+
 Without Redis (the embedded default), or when Redis cannot be reached, the delivery tasks are published at once.
 
 Nothing accepted is lost on the way: the rows are QUEUED in the database before their ids move, and the sweeper
-(every minute) dispatches what is waiting in the list and re-publishes QUEUED rows whose task never came (ids that a
+(every minute) dispatches what is waiting in the lists and re-publishes QUEUED rows whose task never came (ids that a
 process held when it was killed, too). A row dispatched twice is claimed once (`messaging.delivery.emails_claim`).
 """
 
@@ -29,9 +32,14 @@ from django.core.cache import caches
 
 from core.cache import list_drain, list_hand_over, redis_client
 from core.commit import after_commit
+from core.tasks import publish_in_batches
 
 logger = logging.getLogger(__name__)
 _QUEUE = "delivery:waiting"
+_BULK_QUEUE = "delivery:bulk"
+# A campaign appends a thousand ids at a time: the dispatch is scheduled when the list was empty, and again only
+# every 20,000 waiting ids (a dispatch lost meanwhile; the sweeper drains the list every minute too), not per append.
+_BULK_DRAIN_STEP = 20_000
 # Bulk mail (campaign batches) waits behind everything else. On Redis, kombu keeps a list per priority step and a
 # worker reads the lists in order, 0 (the default of every other task) first and 9 last, so a delivery task of a
 # campaign is taken only when no transactional one is waiting. (The filesystem broker of the embedded install is
@@ -44,13 +52,9 @@ def delivery_tasks_publish(email_ids: list[str], *, priority: int | None = None)
     from messaging.tasks import deliver_emails_task
 
     options = {} if priority is None else {"priority": priority}
-    size = settings.DELIVERY_BATCH_SIZE
-    for start in range(0, len(email_ids), size):
-        batch = email_ids[start : start + size]
-        try:
-            deliver_emails_task.apply_async(args=[batch], **options)
-        except Exception:
-            logger.exception("Could not queue %d email(s) for delivery; the sweeper will send them", len(batch))
+    publish_in_batches(
+        deliver_emails_task, email_ids, size=settings.DELIVERY_BATCH_SIZE, what="the sweeper will send them", **options
+    )
 
 
 def delivery_retries_publish(retry: dict) -> None:
@@ -63,13 +67,14 @@ def delivery_retries_publish(retry: dict) -> None:
     moments = defaultdict(list)
     for email_id, delay in retry.items():
         moments[math.ceil(delay)].append(str(email_id))
-    size = settings.DELIVERY_BATCH_SIZE
     for countdown, ids in sorted(moments.items()):
-        for start in range(0, len(ids), size):
-            try:
-                deliver_emails_task.apply_async(args=[ids[start : start + size]], countdown=countdown)
-            except Exception:
-                logger.exception("Could not schedule %d email(s) for a later attempt; the sweeper will", len(ids))
+        publish_in_batches(
+            deliver_emails_task,
+            ids,
+            size=settings.DELIVERY_BATCH_SIZE,
+            what="the sweeper will send them",
+            countdown=countdown,
+        )
 
 
 def _schedule_dispatch() -> None:
@@ -145,17 +150,32 @@ def enqueue_delivery(email_ids: list) -> None:
         after_commit(lambda: _committed(ids), what=f"hand {len(ids)} email(s) over to delivery (the sweeper will)")
 
 
+def _bulk_tasks_publish(email_ids: list[str]) -> None:
+    delivery_tasks_publish(email_ids, priority=BULK_PRIORITY)
+
+
 def enqueue_bulk_delivery(email_ids: list) -> None:
-    """Bulk mail: published straight from the commit as delivery tasks of `BULK_PRIORITY` (its ids come a batch at a
-    time, so the handover list that gathers single requests has nothing to add)."""
+    """Bulk mail (a campaign's batch): its ids go to a list of their own once the rows are committed, and the
+    dispatch task publishes their delivery tasks at `BULK_PRIORITY`. One append instead of a publish per
+    `DELIVERY_BATCH_SIZE` ids: publishing was most of what a campaign's fan-out spent per batch, and the fan-out is
+    what stands between a campaign's send and its last row queued."""
     ids = [str(email_id) for email_id in email_ids]
     if ids:
         after_commit(
-            lambda: delivery_tasks_publish(ids, priority=BULK_PRIORITY),
-            what=f"publish {len(ids)} bulk email(s) for delivery (the sweeper will)",
+            lambda: list_hand_over(
+                caches["default"],
+                _BULK_QUEUE,
+                ids,
+                publish=_bulk_tasks_publish,
+                drain=_schedule_dispatch,
+                step=_BULK_DRAIN_STEP,
+            ),
+            what=f"hand {len(ids)} bulk email(s) over to delivery (the sweeper will)",
         )
 
 
 def emails_dispatch() -> int:
-    """Publish delivery tasks for the ids waiting in the list (oldest first); returns how many were taken."""
-    return list_drain(caches["default"], _QUEUE, delivery_tasks_publish)
+    """Publish delivery tasks for the ids waiting in the lists (oldest first, single requests' before bulk mail's);
+    returns how many were taken."""
+    cache = caches["default"]
+    return list_drain(cache, _QUEUE, delivery_tasks_publish) + list_drain(cache, _BULK_QUEUE, _bulk_tasks_publish)

@@ -29,6 +29,7 @@ from contacts.upsert import contact_upsert, contact_upsert_read, contact_upsert_
 from core.batches import in_batches
 from core.db import insert_prepared, insert_varied
 from core.errors import NotFound, ValidationFailed
+from core.ids import random_uuids
 from domains.services import sender_domain_for
 from messaging.feedback.suppression import recipients_check_suppressed
 from messaging.models import AttachmentBundle, Email, EmailType, Template
@@ -354,7 +355,7 @@ def emails_queue_bulk(*, project: Project, contacts: list[tuple], content: SendC
         created_at=now,
         updated_at=now,
     )
-    ids = [uuid.uuid4() for _ in contacts]
+    ids = random_uuids(len(contacts))
     with transaction.atomic():
         inserted = insert_varied(
             prototype,

@@ -7,16 +7,17 @@ import pytest
 
 from config.celery import app
 from config.tests.processes import celery_worker, wait_until
+from contacts.models import Contact
 from messaging.models import Email
-from messaging.sending.dispatch import _Batcher, emails_dispatch
+from messaging.sending.dispatch import _Batcher, emails_dispatch, enqueue_bulk_delivery
 from messaging.tasks import sweep_emails_task
 from messaging.tests.conftest import REDIS_URL
 
 BODY = {"from": "hi@alice.test", "subject": "Hello", "body": "<p>Hi</p>"}
 
 
-def _queue_length(cache) -> int:
-    return cache._cache.get_client(write=True).llen(cache.make_and_validate_key("delivery:waiting"))
+def _queue_length(cache, name: str = "delivery:waiting") -> int:
+    return cache._cache.get_client(write=True).llen(cache.make_and_validate_key(name))
 
 
 @pytest.mark.django_db
@@ -59,6 +60,38 @@ def test_ids_whose_dispatch_was_lost_are_sent_by_the_sweeper(send, smtp_sink, re
     assert smtp_sink.received == [] and _queue_length(redis_cache) == 2
     sweep_emails_task.delay()
     assert sorted(m.rcpt_tos[0] for m in smtp_sink.received) == ["late0@example.test", "late1@example.test"]
+    assert emails_dispatch() == 0
+
+
+@pytest.mark.django_db
+def test_bulk_ids_wait_in_their_own_list_and_are_dispatched_after_single_sends(
+    project, send, smtp_sink, redis_cache, django_capture_on_commit_callbacks
+):
+    """A campaign's batch is one append to the bulk list; the dispatch (here the sweeper's, the scheduled one
+    lost) publishes the single requests' ids first, then the bulk ones, and each email is sent once."""
+    app.conf.task_always_eager = False  # no worker: the ids stay in the lists
+    try:
+        contacts = Contact.objects.bulk_create(
+            [Contact(project=project.project, email=f"bulk{n}@example.test") for n in range(3)]
+        )
+        bulk = Email.objects.bulk_create(
+            [
+                Email(project=project.project, contact=c, to_email=c.email, from_email="hi@alice.test", subject="B")
+                for c in contacts
+            ]
+        )
+        with django_capture_on_commit_callbacks(execute=True):
+            enqueue_bulk_delivery([email.id for email in bulk])
+        assert send({**BODY, "to": "single@example.test"}).status_code == 200
+    finally:
+        app.conf.task_always_eager = True
+    assert (_queue_length(redis_cache, "delivery:bulk"), _queue_length(redis_cache)) == (3, 1)
+    assert smtp_sink.received == []
+    sweep_emails_task.delay()
+    order = [m.rcpt_tos[0] for m in smtp_sink.received]
+    assert order[0] == "single@example.test"
+    assert sorted(order[1:]) == [f"bulk{n}@example.test" for n in range(3)]
+    assert (_queue_length(redis_cache, "delivery:bulk"), _queue_length(redis_cache)) == (0, 0)
     assert emails_dispatch() == 0
 
 
