@@ -2,7 +2,7 @@ from celery import shared_task
 
 from messaging.engagement.hits import tracking_hits_drain
 from messaging.sending.delivery import emails_deliver, emails_sweep
-from messaging.sending.dispatch import delivery_retries_publish, delivery_tasks_publish, emails_dispatch
+from messaging.sending.dispatch import delivery_retries_publish, emails_dispatch, overdue_tasks_publish
 
 # acks_late + reject_on_worker_lost: a worker killed mid-batch leaves its message on the broker for another
 # worker; the claim makes the redelivery harmless for rows that were already sent.
@@ -25,7 +25,7 @@ def dispatch_emails_task() -> int:
 def sweep_emails_task() -> int:
     emails_dispatch()
     overdue = emails_sweep()
-    delivery_tasks_publish([str(email_id) for email_id in overdue])
+    overdue_tasks_publish(overdue)
     return len(overdue)
 
 

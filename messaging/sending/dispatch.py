@@ -33,6 +33,7 @@ from django.core.cache import caches
 from core.cache import list_drain, list_hand_over, redis_client
 from core.commit import after_commit
 from core.tasks import publish_in_batches
+from messaging.models import Email
 
 logger = logging.getLogger(__name__)
 _QUEUE = "delivery:waiting"
@@ -172,6 +173,15 @@ def enqueue_bulk_delivery(email_ids: list) -> None:
             ),
             what=f"hand {len(ids)} bulk email(s) over to delivery (the sweeper will)",
         )
+
+
+def overdue_tasks_publish(email_ids: list) -> None:
+    """Publish again the delivery tasks of rows the sweeper found waiting too long (`emails_sweep`), each at its own
+    priority: a large campaign's rows still wait behind each other in the broker after the publish grace, and
+    published again at the default priority they would go ahead of the transactional mail accepted since."""
+    bulk = set(Email.objects.filter(id__in=email_ids, campaign_id__isnull=False).values_list("id", flat=True))
+    delivery_tasks_publish([str(email_id) for email_id in email_ids if email_id not in bulk])
+    _bulk_tasks_publish([str(email_id) for email_id in email_ids if email_id in bulk])
 
 
 def emails_dispatch() -> int:

@@ -2,6 +2,7 @@
 
 import threading
 import time
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -13,6 +14,7 @@ from contacts.models import Event
 from domains.models import Domain
 from domains.services import domain_dkim_key_ensure
 from messaging.models import Email
+from messaging.sending import dispatch
 from messaging.sending.delivery import emails_claim, emails_deliver, emails_sweep
 from messaging.sending.throttle import send_slot_wait
 from messaging.tasks import deliver_emails_task, sweep_emails_task
@@ -115,6 +117,21 @@ def test_a_dkim_key_that_no_longer_decrypts_fails_the_mail_at_once(queued, smtp_
         ("FAILED", 'The DKIM key of domain "alice.test" can no longer be read by the service')
     }
     assert Event.objects.filter(name="email.failed").count() == 3
+
+
+def test_the_sweeper_publishes_a_campaigns_overdue_rows_again_behind_transactional_mail(
+    queued, smtp_sink, settings, monkeypatch
+):
+    """A large campaign's rows still wait in the broker after the publish grace; published again, they keep the
+    campaign's priority, so they do not go ahead of the transactional mail accepted meanwhile."""
+    Email.objects.filter(id=queued[0]).update(campaign_id=uuid.uuid4())
+    Email.objects.update(updated_at=timezone.now() - timedelta(seconds=settings.DELIVERY_PUBLISH_GRACE_SECONDS + 1))
+    published = []
+    monkeypatch.setattr(
+        dispatch, "delivery_tasks_publish", lambda ids, priority=None: published.append((sorted(ids), priority))
+    )
+    sweep_emails_task.delay()
+    assert sorted(published) == sorted([(sorted(queued[1:]), None), ([queued[0]], dispatch.BULK_PRIORITY)])
 
 
 def test_rows_of_workers_that_keep_dying_fail_once_their_attempts_are_used(queued, smtp_sink, settings):
