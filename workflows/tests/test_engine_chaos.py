@@ -124,7 +124,8 @@ def test_killed_workers_and_a_restarted_redis_lose_and_double_nothing(project):
             except AssertionError:
                 states = Counter(WorkflowExecution.objects.values_list("status", "current_step__type"))
                 steps = Counter(WorkflowStepExecution.objects.values_list("step__type", "status"))
-                raise AssertionError(f"not all completed: {states}; steps: {steps}") from None
+                reasons = Counter(WorkflowExecution.objects.exclude(exit_reason="").values_list("exit_reason"))
+                raise AssertionError(f"not all completed: {states}; steps: {steps}; why: {reasons}") from None
             time.sleep(2)  # a duplicate would show by now
     finally:
         controller.stop()
