@@ -118,11 +118,24 @@ def _lease_renewal(claims: list[Claim]):
     return renew
 
 
-def _locked():
-    """Executions under their row locks (PostgreSQL), in one order so that two batches never wait on each other in
-    a circle, with the contact as it is now: a step reads it (SEND_EMAIL renders with it, UPDATE_CONTACT writes
-    it). Only the executions' rows are locked, not those they join."""
-    return WorkflowExecution.objects.select_for_update(of=("self",)).select_related("contact").order_by("id")
+def _locked(execution_ids, *related, **filters) -> list[WorkflowExecution]:
+    """The executions among `execution_ids` (and `filters`) under their row locks (PostgreSQL), taken in one order
+    so that two batches never wait on each other in a circle, with the contact as it is now: a step reads it
+    (SEND_EMAIL renders with it, UPDATE_CONTACT writes it). Only the executions' rows are locked.
+
+    One statement locks, a second reads: PostgreSQL re-reads a locked row that another transaction changed while
+    this one waited for it, but not the rows it was joined to, so a joined step read with the lock could be the one
+    the execution had left (and came back empty, as if deleted). Read after the locks are held, every row is as
+    committed."""
+    ids = list(
+        WorkflowExecution.objects.select_for_update()
+        .filter(id__in=execution_ids, **filters)
+        .order_by("id")
+        .values_list("id", flat=True)
+    )
+    if not ids:
+        return []
+    return list(WorkflowExecution.objects.select_related("contact", *related).filter(id__in=ids).order_by("id"))
 
 
 class _Following:
@@ -180,11 +193,7 @@ def executions_claim(*, execution_ids: list, token: uuid.UUID) -> list[Claim]:
     now = timezone.now()
     following = _Following()
     with transaction.atomic():
-        executions = list(
-            _locked()
-            .select_related("project", "current_step__template")
-            .filter(id__in=execution_ids, status__in=ACTIVE_STATUSES)
-        )
+        executions = _locked(execution_ids, "project", "current_step__template", status__in=ACTIVE_STATUSES)
         if not executions:
             return []
         existing = {
@@ -266,7 +275,7 @@ def outcomes_record(*, claims: list[Claim], outcomes: list[Outcome], token: uuid
     now = timezone.now()
     following = _Following()
     with transaction.atomic():
-        locked = {execution.id: execution for execution in _locked().filter(id__in=[c.execution.id for c in claims])}
+        locked = {execution.id: execution for execution in _locked([claim.execution.id for claim in claims])}
         held = set(
             WorkflowStepExecution.objects.filter(
                 id__in=[claim.step_execution.id for claim in claims],

@@ -8,7 +8,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from config.tests.processes import wait_until
@@ -593,6 +593,45 @@ def test_a_batch_of_slow_steps_renews_its_lease_and_no_sweep_takes_it_meanwhile(
     task.join()
     assert set(WorkflowExecution.objects.values_list("status", flat=True)) == {"COMPLETED"}
     assert len(receiver.requests) == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_that_waited_for_an_execution_moving_on_claims_the_step_it_moved_to(api, project):
+    """A claim that waits for the row lock of an execution whose step another worker is recording reads the step
+    the execution moved to, not the step it left (PostgreSQL re-reads a changed row under its lock, not the rows
+    joined to it: the execution once seemed to be on a deleted step and ended FAILED)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("a claim waiting for a row lock needs PostgreSQL")
+    workflow = api.workflow()
+    first = api.step(workflow, "UPDATE_CONTACT", {"updates": {"one": True}}, name="One")
+    second = api.step(workflow, "UPDATE_CONTACT", {"updates": {"two": True}}, name="Two")
+    contact = Contact.objects.create(project=project.project, email="ann@example.com")
+    execution = WorkflowExecution.objects.create(
+        project=project.project, workflow_id=workflow["id"], contact=contact, current_step_id=first["id"]
+    )
+    claims = []
+
+    def claim() -> None:
+        try:
+            claims.extend(executions_claim(execution_ids=[execution.id], token=uuid.uuid4()))
+        finally:
+            connection.close()
+
+    waiting = threading.Thread(target=claim)
+    with transaction.atomic():  # the other worker, recording step One
+        WorkflowExecution.objects.select_for_update().filter(id=execution.id).update(current_step_id=second["id"])
+        waiting.start()
+        with connection.cursor() as cursor:
+
+            def blocked() -> bool:
+                cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
+                return cursor.fetchone()[0] > 0
+
+            wait_until(blocked, timeout=10, what="the claim waiting for the row lock", interval=0.01)
+    waiting.join()
+    assert [claim.step.name for claim in claims] == ["Two"]
+    moved = WorkflowExecution.objects.get(id=execution.id)
+    assert (moved.status, moved.exit_reason) == ("RUNNING", "")
 
 
 def test_a_cancelled_waiting_execution_is_never_resumed(api, waiting_flow, contact, start, committed, track):
