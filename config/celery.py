@@ -69,6 +69,18 @@ def _forget_request_id(task=None, **kwargs):
         reset_request_id(previous)
 
 
+@signals.task_prerun.connect
+@signals.task_postrun.connect
+def _close_old_connections(task=None, **kwargs):
+    # What Django does around each request, around each task (see CELERY_DB_REUSE_MAX): connections past
+    # CONN_MAX_AGE, left unusable by an error or with a transaction open are closed; the others are kept. Not for
+    # an eager task, which runs inside the caller's connection and transaction.
+    if not task.request.is_eager:
+        from django.db import close_old_connections
+
+        close_old_connections()
+
+
 @signals.task_failure.connect
 def _count_task_failure(sender=None, **kwargs):
     from core.metrics import TASK_FAILURES
