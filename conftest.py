@@ -14,7 +14,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 import redis
 from django.core.cache import caches
-from django.db import connections
+from django.db import connection, connections, transaction
 from rest_framework.test import APIClient
 
 from accounts.keys import KeyPair
@@ -94,6 +94,38 @@ def concurrently(call, items, *, threads: int = 8) -> list:
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
         return list(pool.map(run, items))
+
+
+def behind_a_lock(hold, call):
+    """What `call` returned, run in a second thread (its own database connection) that had to wait for the row
+    locks `hold` took and changed, in a transaction of this connection committed once the other waits (PostgreSQL)."""
+    from config.tests.processes import wait_until
+
+    outcome = []
+
+    def run() -> None:
+        try:
+            outcome.append(call())
+        except Exception as exc:  # re-raised in the test's thread
+            outcome.append(exc)
+        finally:
+            connections.close_all()
+
+    waiting = threading.Thread(target=run)
+    with transaction.atomic():
+        hold()
+        waiting.start()
+        with connection.cursor() as cursor:
+
+            def blocked() -> bool:
+                cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
+                return cursor.fetchone()[0] > 0
+
+            wait_until(blocked, timeout=10, what="the other connection waiting for the row lock", interval=0.01)
+    waiting.join()
+    if isinstance(outcome[0], Exception):
+        raise outcome[0]
+    return outcome[0]
 
 
 def json_server(answer) -> ThreadingHTTPServer:

@@ -33,6 +33,7 @@ from campaigns.models import Campaign, CampaignStatus
 from campaigns.selectors import campaign_audience
 from campaigns.services import require_editable
 from core.commit import after_commit
+from core.db import locked
 from core.errors import BadRequest, Conflict, ErrorCode, Forbidden, ValidationFailed
 from core.time import iso
 from messaging.content.services import content_check
@@ -104,7 +105,7 @@ def campaign_send(*, campaign: Campaign, scheduled_for=None) -> tuple[Campaign, 
     SCHEDULED (409); `scheduled_for` must parse (400) and lie ahead (422); the sender must still be on a verified
     domain (403); the audience must not be empty (422 at `audienceType`) nor larger than what is left of the
     project's monthly campaigns cap (429 `BILLING_LIMIT_EXCEEDED`, checked when the send is asked for)."""
-    campaign = Campaign.objects.select_for_update(of=("self",)).select_related("project", "segment").get(pk=campaign.pk)
+    (campaign,) = locked(Campaign.objects.select_related("project", "segment").filter(pk=campaign.pk))
     require_editable(campaign)
     when = parse_schedule(scheduled_for)
     now = timezone.now()
@@ -133,13 +134,7 @@ def campaigns_start_due(*, limit: int = 100) -> int:
     for campaign_id in list(due.order_by("scheduled_for").values_list("id", flat=True)[:limit]):
         with transaction.atomic():
             # Claimed under its lock and re-checked: another run holding it, or a cancel meanwhile, leaves it.
-            campaign = (
-                due.select_for_update(skip_locked=True, of=("self",))
-                .select_related("project", "segment")
-                .filter(pk=campaign_id)
-                .first()
-            )
-            if campaign is not None:
+            for campaign in locked(due.select_related("project", "segment").filter(pk=campaign_id), skip_locked=True):
                 _start(campaign, now=now)
                 started += 1
     return started
@@ -203,12 +198,8 @@ def campaign_finish(*, campaign_id) -> bool:
     """SENDING -> SENT once the fan-out has ended and every email of the campaign is terminal (neither QUEUED nor
     SENDING); returns whether it moved."""
     with transaction.atomic():
-        campaign = (
-            Campaign.objects.select_for_update(of=("self",))
-            .select_related("job")
-            .filter(pk=campaign_id, status=CampaignStatus.SENDING)
-            .first()
-        )
+        held = locked(Campaign.objects.select_related("job").filter(pk=campaign_id, status=CampaignStatus.SENDING))
+        campaign = held[0] if held else None
         # A fan-out still at work, or one that failed for good: the audience is not covered, so not SENT.
         if campaign is None or (campaign.job is not None and campaign.job.status != Job.Status.COMPLETED):
             return False
@@ -225,7 +216,7 @@ def campaign_fan_out_resume(*, campaign: Campaign) -> Campaign:
     """Start the fan-out of a SENDING campaign again where its failed job stopped (409 for any other campaign): a
     new job with the failed one's checkpoint, published after the commit. Recipients the failed job queued are not
     queued again (the checkpoint, and the unique (campaign, contact) constraint behind it)."""
-    campaign = Campaign.objects.select_for_update(of=("self",)).select_related("job", "project").get(pk=campaign.pk)
+    (campaign,) = locked(Campaign.objects.select_related("job", "project").filter(pk=campaign.pk))
     failed = campaign.job
     if campaign.status != CampaignStatus.SENDING or failed is None or failed.status != Job.Status.FAILED:
         raise Conflict(
@@ -254,7 +245,7 @@ def campaign_cancel(*, campaign: Campaign) -> Campaign:
     (the fan-out stops before its next batch). If none of its emails had been handed to delivery, the campaign goes
     back to DRAFT, its cancelled emails removed and its schedule cleared, as if it had never been sent; otherwise it
     is CANCELLED."""
-    campaign = Campaign.objects.select_for_update(of=("self",)).select_related("segment").get(pk=campaign.pk)
+    (campaign,) = locked(Campaign.objects.select_related("segment").filter(pk=campaign.pk))
     if campaign.status not in (CampaignStatus.SCHEDULED, CampaignStatus.SENDING):
         raise Conflict(
             f"Campaign is {campaign.status}; only a SCHEDULED or SENDING campaign can be cancelled",

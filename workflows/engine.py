@@ -32,6 +32,7 @@ from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from core.db import locked
 from workflows.dispatch import executions_publish_after_commit
 from workflows.models import (
     ACTIVE_STATUSES,
@@ -119,23 +120,11 @@ def _lease_renewal(claims: list[Claim]):
 
 
 def _locked(execution_ids, *related, **filters) -> list[WorkflowExecution]:
-    """The executions among `execution_ids` (and `filters`) under their row locks (PostgreSQL), taken in one order
-    so that two batches never wait on each other in a circle, with the contact as it is now: a step reads it
-    (SEND_EMAIL renders with it, UPDATE_CONTACT writes it). Only the executions' rows are locked.
-
-    One statement locks, a second reads: PostgreSQL re-reads a locked row that another transaction changed while
-    this one waited for it, but not the rows it was joined to, so a joined step read with the lock could be the one
-    the execution had left (and came back empty, as if deleted). Read after the locks are held, every row is as
-    committed."""
-    ids = list(
-        WorkflowExecution.objects.select_for_update()
-        .filter(id__in=execution_ids, **filters)
-        .order_by("id")
-        .values_list("id", flat=True)
-    )
-    if not ids:
-        return []
-    return list(WorkflowExecution.objects.select_related("contact", *related).filter(id__in=ids).order_by("id"))
+    """The executions among `execution_ids` (and `filters`) under their row locks, taken in one order so that two
+    batches never wait on each other in a circle, with the contact as it is now: a step reads it (SEND_EMAIL
+    renders with it, UPDATE_CONTACT writes it), and with the step they are on as committed (`core.db.locked`)."""
+    executions = WorkflowExecution.objects.select_related("contact", *related)
+    return locked(executions.filter(id__in=execution_ids, **filters).order_by("id"))
 
 
 class _Following:

@@ -4,6 +4,7 @@ server on loopback), resuming a fan-out without doubling or skipping anyone, and
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from accounts.models import Job
@@ -11,10 +12,12 @@ from campaigns.models import Campaign, CampaignStatus
 from campaigns.sending import (
     campaign_fan_out,
     campaign_fan_out_resume,
+    campaign_finish,
     campaigns_finish_sending,
     campaigns_start_due,
 )
 from campaigns.tests.conftest import PRO
+from conftest import behind_a_lock
 from contacts.models import Contact
 from core.errors import Conflict
 from domains import authorized
@@ -298,6 +301,26 @@ def test_a_failed_fan_out_keeps_the_campaign_sending_until_it_is_resumed(
     assert campaigns_finish_sending() == 1
     data = secret_client.get(f"/campaigns/{campaign['id']}").json()["data"]
     assert data["status"] == "SENT" and data["totalRecipients"] == 25
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_campaign_is_not_sent_by_a_check_that_waited_for_its_resume(create_campaign, project):
+    """The minute's check waits for the row lock of a campaign whose failed fan-out is being resumed: it must judge
+    the new job (still to run), not find the campaign without one and call it SENT."""
+    if connection.vendor != "postgresql":
+        pytest.skip("a check waiting for a row lock needs PostgreSQL")
+    campaign = Campaign.objects.get(pk=create_campaign()["id"])
+    campaign.job = Job.objects.create(project=project.project, type="campaign_send", status=Job.Status.FAILED)
+    campaign.status = CampaignStatus.SENDING
+    campaign.save()
+    resumed = Job.objects.create(project=project.project, type="campaign_send", status=Job.Status.PENDING)
+
+    moved = behind_a_lock(
+        lambda: Campaign.objects.filter(pk=campaign.pk).update(job=resumed),
+        lambda: campaign_finish(campaign_id=campaign.pk),
+    )
+    assert moved is False
+    assert Campaign.objects.get(pk=campaign.pk).status == CampaignStatus.SENDING
 
 
 @pytest.mark.parametrize("job_status", [None, Job.Status.PROCESSING, Job.Status.COMPLETED])

@@ -8,11 +8,11 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
 from config.tests.processes import wait_until
-from conftest import client_with
+from conftest import behind_a_lock, client_with
 from contacts.models import Contact, Event
 from core.standard_webhooks import signature_headers
 from messaging.models import Email, EmailType, Template
@@ -609,26 +609,10 @@ def test_a_claim_that_waited_for_an_execution_moving_on_claims_the_step_it_moved
     execution = WorkflowExecution.objects.create(
         project=project.project, workflow_id=workflow["id"], contact=contact, current_step_id=first["id"]
     )
-    claims = []
-
-    def claim() -> None:
-        try:
-            claims.extend(executions_claim(execution_ids=[execution.id], token=uuid.uuid4()))
-        finally:
-            connection.close()
-
-    waiting = threading.Thread(target=claim)
-    with transaction.atomic():  # the other worker, recording step One
-        WorkflowExecution.objects.select_for_update().filter(id=execution.id).update(current_step_id=second["id"])
-        waiting.start()
-        with connection.cursor() as cursor:
-
-            def blocked() -> bool:
-                cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
-                return cursor.fetchone()[0] > 0
-
-            wait_until(blocked, timeout=10, what="the claim waiting for the row lock", interval=0.01)
-    waiting.join()
+    claims = behind_a_lock(
+        lambda: WorkflowExecution.objects.filter(id=execution.id).update(current_step_id=second["id"]),
+        lambda: executions_claim(execution_ids=[execution.id], token=uuid.uuid4()),
+    )
     assert [claim.step.name for claim in claims] == ["Two"]
     moved = WorkflowExecution.objects.get(id=execution.id)
     assert (moved.status, moved.exit_reason) == ("RUNNING", "")
