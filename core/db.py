@@ -70,13 +70,21 @@ def select_prepared(model: type[Model], fields: Sequence[str], **filters) -> lis
     with connection.cursor() as cursor:
         execute_prepared(cursor, sql, params)
         rows = cursor.fetchall()
-    columns = [field.get_col(table) for field in chosen]
+    return instances_from_rows(model, chosen, rows)
+
+
+def instances_from_rows(model: type[Model], fields: Sequence[Field], rows) -> list:
+    """Instances of `model` from database rows holding the columns of `fields` in that order (the others deferred),
+    converted as the ORM does; without the ORM's per-row machinery, a fraction of a raw query's cost."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    table = model._meta.db_table
+    columns = [field.get_col(table) for field in fields]
     converters = [
         (index, converter, column)
         for index, column in enumerate(columns)
         for converter in connection.ops.get_db_converters(column) + column.get_db_converters(connection)
     ]
-    attnames = [field.attname for field in chosen]
+    attnames = [field.attname for field in fields]
     instances = []
     for row in rows:
         values = list(row)

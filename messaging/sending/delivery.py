@@ -31,7 +31,7 @@ from django.db.models import F, Q, prefetch_related_objects
 from django.utils import timezone
 
 from contacts.services import contact_stub, events_record_bulk
-from core.db import execute_prepared
+from core.db import execute_prepared, instances_from_rows
 from core.errors import ServiceError
 from core.metrics import DELIVERY_LATENCY
 from core.time import iso
@@ -81,6 +81,7 @@ _DELIVERY_FIELDS = (
     "claimed_at",
     "created_at",
 )
+_DELIVERY_COLUMNS = [Email._meta.get_field(name) for name in _DELIVERY_FIELDS]
 # The claim as one statement that also returns the rows: the subquery locks the due QUEUED rows, skipping those
 # another worker holds, and re-checks the status of a row committed meanwhile, so each row is claimed once. The ids
 # travel as one array literal (psycopg adapts a list of UUIDs element by element in Python).
@@ -94,7 +95,7 @@ WHERE (status || '') = %s AND id IN (
     WHERE id = ANY(%s::uuid[]) AND (status || '') = %s AND (next_attempt_at IS NULL OR next_attempt_at <= %s)
     FOR UPDATE SKIP LOCKED
 )
-RETURNING {", ".join(Email._meta.get_field(name).column for name in _DELIVERY_FIELDS)}
+RETURNING {", ".join(field.column for field in _DELIVERY_COLUMNS)}
 """  # noqa: S608 - column names from the model
 
 
@@ -105,7 +106,9 @@ def emails_claim(*, email_ids) -> list[Email]:
     if connection.vendor == "postgresql":
         ids = "{" + ",".join(str(uuid.UUID(str(email_id))) for email_id in email_ids) + "}"
         queued, sending = Email.Status.QUEUED, Email.Status.SENDING
-        emails = list(Email.objects.raw(_PG_CLAIM, [sending, now, now, queued, ids, queued, now]))
+        with connection.cursor() as cursor:
+            execute_prepared(cursor, _PG_CLAIM, [sending, now, now, queued, ids, queued, now])
+            emails = instances_from_rows(Email, _DELIVERY_COLUMNS, cursor.fetchall())
     else:
         with transaction.atomic():
             claimed = list(
@@ -119,8 +122,11 @@ def emails_claim(*, email_ids) -> list[Email]:
             )
         emails = list(Email.objects.filter(id__in=claimed).only(*_DELIVERY_FIELDS))
     emails.sort(key=lambda email: email.created_at)
-    # One instance per project and bundle for the whole batch (select_related would build one per row).
-    prefetch_related_objects(emails, "project", "attachments")
+    # One instance per project and bundle for the whole batch (select_related would build one per row); Django
+    # queries for the bundles even when no row has one.
+    prefetch_related_objects(emails, "project")
+    if any(email.attachments_id for email in emails):
+        prefetch_related_objects(emails, "attachments")
     return emails
 
 
@@ -246,31 +252,29 @@ class _Lease:
 
 
 _MARK_SENT_SQL = (
-    "UPDATE messaging_email SET status = %(sent)s, sent_at = %(at)s, provider_message_id = %(provider)s, "
-    "last_error = '', updated_at = %(at)s WHERE id = %(id)s AND status = %(sending)s AND claimed_at = %(lease)s"
+    "UPDATE messaging_email SET status = 'SENT', sent_at = %s, provider_message_id = %s, last_error = '', "
+    "updated_at = %s{copy} WHERE id = %s AND status = 'SENDING' AND claimed_at = %s"
 )
 # A row the fan-out stored unrendered keeps what delivery made of it: the copy that was sent.
-_MARK_SENT_PERSONALIZED_SQL = _MARK_SENT_SQL.replace(
-    "last_error = ''", "last_error = '', subject = %(subject)s, html = %(html)s, rendered = true"
-)
+_MARK_SENT_PERSONALIZED_SQL = _MARK_SENT_SQL.format(copy=", subject = %s, html = %s, rendered = true")
+_MARK_SENT_SQL = _MARK_SENT_SQL.format(copy="")
 _SENT_AT = Email._meta.get_field("sent_at")
 
 
 def _mark_sent(cursor, email: Email, sent_at, provider_id: str) -> bool:
     """Mark a row SENT; False when another worker had taken it over (it records the row's outcome)."""
     # Once per delivered message: plain SQL (the ORM's compilation of this UPDATE costs more than the UPDATE),
-    # prepared once per connection (PostgreSQL's planning was 60 % of the statement's cost).
-    params = {
-        "sent": Email.Status.SENT,
-        "at": _SENT_AT.get_db_prep_value(sent_at, connection),
-        "provider": provider_id,
-        "id": Email._meta.pk.get_db_prep_value(email.id, connection),
-        "sending": Email.Status.SENDING,
-        "lease": _SENT_AT.get_db_prep_value(email.claimed_at, connection),
-    }
-    if not email.rendered:
-        params.update(subject=email.subject, html=email.html)
-    execute_prepared(cursor, _MARK_SENT_SQL if email.rendered else _MARK_SENT_PERSONALIZED_SQL, params)
+    # prepared once per connection (PostgreSQL's planning was 60 % of the statement's cost), and on PostgreSQL the
+    # values as they are (psycopg adapts datetimes and UUIDs; SQLite compares the text forms Django writes).
+    email_id, lease = email.id, email.claimed_at
+    if cursor.db.vendor != "postgresql":
+        email_id = Email._meta.pk.get_db_prep_value(email_id, cursor.db)
+        sent_at, lease = (_SENT_AT.get_db_prep_value(moment, cursor.db) for moment in (sent_at, lease))
+    if email.rendered:
+        execute_prepared(cursor, _MARK_SENT_SQL, [sent_at, provider_id, sent_at, email_id, lease])
+    else:
+        copy = [email.subject, email.html]
+        execute_prepared(cursor, _MARK_SENT_PERSONALIZED_SQL, [sent_at, provider_id, sent_at, *copy, email_id, lease])
     return cursor.rowcount == 1
 
 
