@@ -1,6 +1,7 @@
 """Publishing many messages of one task at once."""
 
 import logging
+from contextlib import contextmanager
 
 logger = logging.getLogger(__name__)
 
@@ -14,20 +15,19 @@ def publish_in_batches(task, ids: list, *, size: int, what: str, **options) -> N
     batches = [ids[start : start + size] for start in range(0, len(ids), size)]
     if task.app.conf.task_always_eager:  # run here, one batch at a time; no broker involved
         for batch in batches:
-            _publish_or_log(task, batch, what, options)
+            with _failure_logged(task, len(batch), what):
+                task.apply_async(args=[batch], **options)
         return
     # Celery would build a repr of every argument for its logs; a list of ids says nothing worth that.
     options["argsrepr"] = f"[<{size} ids at most>]"
-    try:
-        with task.app.producer_or_acquire() as producer, producer.batch():
-            for batch in batches:
-                task.apply_async(args=[batch], producer=producer, **options)
-    except Exception:
-        logger.exception("Could not publish %s for %d id(s); %s", task.name, len(ids), what)
+    with _failure_logged(task, len(ids), what), task.app.producer_or_acquire() as producer, producer.batch():
+        for batch in batches:
+            task.apply_async(args=[batch], producer=producer, **options)
 
 
-def _publish_or_log(task, batch: list, what: str, options: dict) -> None:
+@contextmanager
+def _failure_logged(task, count: int, what: str):
     try:
-        task.apply_async(args=[batch], **options)
+        yield
     except Exception:
-        logger.exception("Could not publish %s for %d id(s); %s", task.name, len(batch), what)
+        logger.exception("Could not publish %s for %d id(s); %s", task.name, count, what)
