@@ -47,6 +47,7 @@ from messaging.sending.transport import OutgoingMessage, PreparedMessage, Transp
 
 logger = logging.getLogger(__name__)
 LIST_UNSUBSCRIBE_TYPES = (EmailType.MARKETING, EmailType.HEADLESS)
+_PAGES_LISTED = ("unsubscribeUrl", "manageUrl")
 
 
 @dataclass
@@ -141,9 +142,10 @@ def _list_unsubscribe(email: Email) -> dict[str, str]:
     if any(name.lower() == "list-unsubscribe" for name in email.headers) or email.contact_id is None:
         return {}
     if email.type not in LIST_UNSUBSCRIBE_TYPES:
-        # Looked for before the links are signed: most transactional mail links to neither page.
-        pages = (f"{settings.PUBLIC_URL}/{PAGES['unsubscribeUrl']}", f"{settings.PUBLIC_URL}/{PAGES['manageUrl']}")
-        if not any(page in email.html for page in pages):
+        # Looked for before the links are signed: most transactional mail links to neither page (and to nothing of
+        # the service at all, which one scan tells).
+        base = settings.PUBLIC_URL
+        if base not in email.html or not any(f"{base}/{PAGES[page]}" in email.html for page in _PAGES_LISTED):
             return {}
     links = system_links(contact_id=email.contact_id, email_id=email.id)
     targets = [f"<{links['unsubscribeUrl']}>"]
@@ -153,7 +155,7 @@ def _list_unsubscribe(email: Email) -> dict[str, str]:
 
 
 def _attachments(email: Email) -> list[mime.Attachment]:
-    if email.attachments is None:
+    if email.attachments_id is None:
         return []
     return [
         mime.Attachment(
