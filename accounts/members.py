@@ -12,6 +12,7 @@ from django.utils import timezone
 from accounts import tokens
 from accounts.mail import AccountEmail, account_email_queue
 from accounts.models import ROLE_RANKS, Invitation, Membership, Project, User
+from core.db import locked
 from core.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from core.ids import uuid_or_none
 
@@ -113,11 +114,10 @@ def _join(user: User, invitation: Invitation) -> None:
 def invitation_accept(*, user: User, token: str, proves_address: bool = False) -> Project:
     """Join the project of an invitation. The link reached the invited address, so a user who signs up with it as
     that address (`proves_address`) has it verified."""
-    invitation = (
-        Invitation.objects.select_for_update().filter(pk=tokens.invitation_token_id(token)).select_related("project")
-    ).first()
-    if invitation is None:
+    held = locked(Invitation.objects.select_related("project").filter(pk=tokens.invitation_token_id(token)))
+    if not held:
         raise tokens.invalid_token()
+    invitation = held[0]
     project = invitation.project
     _join(user, invitation)
     if proves_address and user.email == invitation.email and user.email_verified_at is None:
