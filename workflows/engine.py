@@ -264,7 +264,7 @@ def outcomes_record(*, claims: list[Claim], outcomes: list[Outcome], token: uuid
     now = timezone.now()
     following = _Following()
     with transaction.atomic():
-        locked = {execution.id: execution for execution in _locked([claim.execution.id for claim in claims])}
+        current = {execution.id: execution for execution in _locked([claim.execution.id for claim in claims])}
         held = set(
             WorkflowStepExecution.objects.filter(
                 id__in=[claim.step_execution.id for claim in claims],
@@ -287,7 +287,7 @@ def outcomes_record(*, claims: list[Claim], outcomes: list[Outcome], token: uuid
             else:
                 step_execution.status, step_execution.completed_at = StepExecutionStatus.COMPLETED, now
             recorded.append(step_execution)
-            execution = locked.get(claim.execution.id)
+            execution = current.get(claim.execution.id)
             if execution is None or execution.status != ExecutionStatus.RUNNING:
                 continue  # cancelled while the step ran: the step's result stands, nothing follows
             execution.project = claim.execution.project

@@ -253,13 +253,13 @@ class _Lease:
         return emails
 
 
-_MARK_SENT_SQL = (
+_MARK_SENT = (
     "UPDATE messaging_email SET status = 'SENT', sent_at = %s, provider_message_id = %s, last_error = '', "
     "updated_at = %s{copy} WHERE id = %s AND status = 'SENDING' AND claimed_at = %s"
 )
+_MARK_SENT_SQL = _MARK_SENT.format(copy="")
 # A row the fan-out stored unrendered keeps what delivery made of it: the copy that was sent.
-_MARK_SENT_PERSONALIZED_SQL = _MARK_SENT_SQL.format(copy=", subject = %s, html = %s, rendered = true")
-_MARK_SENT_SQL = _MARK_SENT_SQL.format(copy="")
+_MARK_SENT_PERSONALIZED_SQL = _MARK_SENT.format(copy=", subject = %s, html = %s, rendered = true")
 _SENT_AT = Email._meta.get_field("sent_at")
 
 
@@ -272,11 +272,8 @@ def _mark_sent(cursor, email: Email, sent_at, provider_id: str) -> bool:
     if cursor.db.vendor != "postgresql":
         email_id = Email._meta.pk.get_db_prep_value(email_id, cursor.db)
         sent_at, lease = (_SENT_AT.get_db_prep_value(moment, cursor.db) for moment in (sent_at, lease))
-    if email.rendered:
-        execute_prepared(cursor, _MARK_SENT_SQL, [sent_at, provider_id, sent_at, email_id, lease])
-    else:
-        copy = [email.subject, email.html]
-        execute_prepared(cursor, _MARK_SENT_PERSONALIZED_SQL, [sent_at, provider_id, sent_at, *copy, email_id, lease])
+    sql, copy = (_MARK_SENT_SQL, []) if email.rendered else (_MARK_SENT_PERSONALIZED_SQL, [email.subject, email.html])
+    execute_prepared(cursor, sql, [sent_at, provider_id, sent_at, *copy, email_id, lease])
     return cursor.rowcount == 1
 
 
