@@ -91,6 +91,15 @@ def check_broker() -> Finding:
         if not os.access(folder, os.W_OK):
             return Finding("broker", PROBLEM, f"{folder} is not writable", "Give the service's user write access.")
         return Finding("broker", NOT_CONFIGURED, f"embedded filesystem broker in {folder} (one host only)")
+    try:
+        probes.broker_transport()
+    except ImportError as exc:
+        return Finding(
+            "broker",
+            PROBLEM,
+            f"its transport cannot be imported: {type(exc).__name__}: {exc}"[:500],
+            "Install the runtime requirements whole into the service's virtualenv: pip install -r requirements.txt.",
+        )
     return _probe(
         "broker",
         probes.broker,

@@ -18,6 +18,12 @@ def cache_roundtrip() -> None:
         raise RuntimeError("cache did not return the probe value")
 
 
+def broker_transport() -> None:
+    """Import the broker's transport, which kombu does only at the first connection: a library missing from the
+    install fails here, and is told apart from a broker that does not answer."""
+    celery_app.connection_for_write().get_transport_cls()
+
+
 def broker() -> None:
     with celery_app.connection_for_write() as conn:
         conn.ensure_connection(max_retries=1, interval_start=0, interval_step=0, timeout=2)

@@ -2,6 +2,7 @@
 loopback), components not configured reported without failing, and stuck work found."""
 
 import json
+import sys
 from datetime import timedelta
 from io import StringIO
 
@@ -89,6 +90,43 @@ def test_redis_is_checked_when_it_is_the_cache(project, beat_ran, smtp_sink, dns
     status, checks = doctor()
     assert status == 0 and checks["redis"]["state"] == "ok"
     assert "delivery handover list" in checks["queues"]["detail"]
+
+
+@pytest.fixture
+def broker_url():
+    """Point the Celery app at a Redis broker URL for one test (its configuration is read once, not from settings)."""
+    from config.celery import app
+
+    original = app.conf.broker_url, app.conf.broker_write_url
+    yield lambda url: setattr(app.conf, "broker_url", url) or setattr(app.conf, "broker_write_url", url)
+    app.conf.broker_url, app.conf.broker_write_url = original
+
+
+def test_a_broker_that_does_not_answer_is_a_problem(project, beat_ran, smtp_sink, dns_server, settings, broker_url):
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"
+    broker_url(settings.CELERY_BROKER_URL)
+    status, checks = doctor()
+    assert status == 2 and checks["broker"]["state"] == "problem"
+    assert "CELERY_BROKER_URL" in checks["broker"]["advice"]
+
+
+def test_a_broker_transport_missing_a_library_says_to_install_the_requirements(
+    project, beat_ran, smtp_sink, dns_server, settings, broker_url, monkeypatch
+):
+    """An install without a library the Redis transport imports (kombu's imports `packaging`) is told apart from a
+    broker that does not answer: the fix is the install, not the broker."""
+    import kombu.transport
+
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:6379/0"
+    broker_url(settings.CELERY_BROKER_URL)
+    monkeypatch.setattr(kombu.transport, "_transport_cache", {})
+    monkeypatch.delitem(sys.modules, "kombu.transport.redis", raising=False)
+    monkeypatch.setitem(sys.modules, "packaging.version", None)  # as if packaging were not installed
+    status, checks = doctor()
+    assert status == 2 and checks["broker"]["state"] == "problem"
+    assert checks["broker"]["detail"].startswith("its transport cannot be imported: ModuleNotFoundError")
+    assert "packaging.version" in checks["broker"]["detail"]
+    assert "pip install -r requirements.txt" in checks["broker"]["advice"]
 
 
 def test_stuck_work_and_dead_components_are_problems(project, smtp_sink, settings):
