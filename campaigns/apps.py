@@ -42,9 +42,3 @@ class CampaignsConfig(AppConfig):
         register_activity_source(SOURCE)
         register_upcoming_provider("campaigns", campaigns_upcoming)
         register_campaign_directory(Directory())
-
-        from campaigns.selectors import campaigns_content
-        from messaging.sending.personalize import register_campaign_content
-
-        # Delivery personalizes a campaign's emails with the campaign's content (the fan-out stores them unrendered).
-        register_campaign_content(campaigns_content)

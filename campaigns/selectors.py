@@ -105,11 +105,3 @@ def last_campaign_sent_at(project) -> str | None:
         .first()
     )
     return iso(sent_at) if sent_at else None
-
-
-def campaigns_content(campaign_ids: set) -> dict:
-    """Campaign id -> (subject, body), for delivery to personalize their emails. Both are fixed once a campaign is
-    SENDING (`require_editable`), so every email of a campaign gets the same content."""
-    return {
-        row[0]: row[1:] for row in Campaign.objects.filter(id__in=campaign_ids).values_list("id", "subject", "body")
-    }

@@ -43,6 +43,7 @@ from messaging.sending.services import (
     SendContent,
     email_send_test,
     emails_allowance_check,
+    emails_cancel,
     emails_queue_bulk,
 )
 
@@ -252,16 +253,11 @@ def campaign_cancel(*, campaign: Campaign) -> Campaign:
             code=ErrorCode.CAMPAIGN_NOT_EDITABLE,
             details={"status": campaign.status},
         )
-    now = timezone.now()
-    emails = Email.objects.filter(campaign_id=campaign.id)
-    # First the unclaimed rows, in one statement: a row delivery claims meanwhile is SENDING and stays out.
-    emails.filter(status=Email.Status.QUEUED).update(status=Email.Status.CANCELLED, updated_at=now)
-    if emails.exclude(status=Email.Status.CANCELLED).exists():
+    if emails_cancel(campaign_id=campaign.id):
         campaign.status = CampaignStatus.CANCELLED
     else:
-        emails.delete()
         campaign.status, campaign.scheduled_for, campaign.sent_at = CampaignStatus.DRAFT, None, None
-    campaign.updated_at = now
+    campaign.updated_at = timezone.now()
     campaign.save(update_fields=["status", "scheduled_for", "sent_at", "updated_at"])
     return campaign
 

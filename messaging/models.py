@@ -51,6 +51,22 @@ class AttachmentBundle(models.Model):
         return f"{len(self.items)} attachment(s)"
 
 
+class DeferredContent(models.Model):
+    """The subject and body of emails stored unrendered: a campaign's, keyed by the campaign's id. Delivery
+    personalizes each of them from this row as it sends (`messaging.sending.personalize`). Written through
+    `deferred_content_store`; it outlives its campaign, so an email retried after the campaign is gone still has its
+    content, and goes with its project."""
+
+    id = models.UUIDField(primary_key=True)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    subject = models.CharField(max_length=998)
+    body = models.TextField()
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.subject
+
+
 class Email(models.Model):
     """One message to one recipient: what to send, and what became of it."""
 
@@ -96,7 +112,7 @@ class Email(models.Model):
     subject = models.CharField(max_length=998)
     html = models.TextField(blank=True)
     # False while a campaign's email waits for delivery to personalize it: the fan-out only inserts rows, and
-    # delivery renders the campaign's content with the contact's data as it sends (`messaging.sending.personalize`).
+    # delivery renders the campaign's `DeferredContent` with the contact's data as it sends.
     rendered = models.BooleanField(default=True, db_default=True)
     headers = models.JSONField(default=dict, blank=True)
     attachments = models.ForeignKey(AttachmentBundle, on_delete=models.SET_NULL, null=True, blank=True, db_index=False)

@@ -268,6 +268,27 @@ def test_delivery_personalizes_the_unrendered_rows_of_the_fan_out(
     assert campaigns_finish_sending() == 1
 
 
+def test_queued_emails_keep_their_content_when_the_campaign_row_is_gone(
+    send, create_campaign, audience, smtp_sink, monkeypatch
+):
+    """Delivery personalizes a campaign's unrendered emails from the content the fan-out stored with them, not from
+    the campaign: an email delivered (or retried) after its campaign was deleted is still the campaign's message."""
+    from messaging.sending import dispatch
+    from messaging.sending.delivery import emails_deliver
+
+    held = []
+    monkeypatch.setattr(dispatch, "delivery_tasks_publish", lambda ids, priority=None: held.extend(ids))
+    campaign = create_campaign()
+    assert send(campaign["id"]).status_code == 200
+    Campaign.objects.filter(pk=campaign["id"]).delete()
+
+    emails_deliver(email_ids=held)
+    assert recipients(smtp_sink) == AUDIENCE
+    received = next(r for r in smtp_sink.received if r.rcpt_tos == ["ann@example.test"])
+    assert received.message["Subject"] == "Hello Ann" and "Hi Ann" in received.html
+    assert set(Email.objects.filter(campaign_id=campaign["id"]).values_list("status", flat=True)) == {"SENT"}
+
+
 def test_a_failed_fan_out_keeps_the_campaign_sending_until_it_is_resumed(
     send, committed, create_campaign, many, smtp_sink, settings, monkeypatch, secret_client
 ):

@@ -17,7 +17,7 @@ from core.errors import ValidationFailed
 from messaging.content import rendering
 from messaging.engagement.links import PAGES, system_links
 from messaging.engagement.tracking import tracking_applies, with_tracking
-from messaging.models import Email, EmailType
+from messaging.models import DeferredContent, Email, EmailType
 from messaging.sending.mime import insert_before_body_end
 
 
@@ -88,15 +88,6 @@ def not_rendered(refused: ValidationFailed) -> str:
     return f"Not rendered: {refused.errors[0]['field']}: {refused.errors[0]['message']}"
 
 
-# The subject and body of the campaigns whose emails delivery personalizes: campaign id -> (subject, body), given
-# by the campaigns app (`register_campaign_content`), which messaging does not import.
-_campaign_content: list[Callable[[set], dict]] = [lambda campaign_ids: {}]
-
-
-def register_campaign_content(lookup: Callable[[set], dict]) -> None:
-    _campaign_content[0] = lookup
-
-
 def emails_personalize_deferred(emails: list[Email], fail: Callable[[Email, str], None]) -> list[Email]:
     """Personalize the claimed rows that a fan-out stored unrendered (in memory: the SENT mark stores the result)
     and return the rows to send; a row that cannot be is failed through `fail` (a rendering limit, the size cap,
@@ -104,7 +95,12 @@ def emails_personalize_deferred(emails: list[Email], fail: Callable[[Email, str]
     deferred = [email for email in emails if not email.rendered]
     if not deferred:
         return emails
-    contents = _campaign_content[0]({email.campaign_id for email in deferred})
+    contents = {
+        row[0]: row[1:]
+        for row in DeferredContent.objects.filter(id__in={email.campaign_id for email in deferred}).values_list(
+            "id", "subject", "body"
+        )
+    }
     contacts = {
         row[0]: row[1:]
         for row in Contact.objects.filter(id__in={email.contact_id for email in deferred}).values_list(
@@ -115,7 +111,7 @@ def emails_personalize_deferred(emails: list[Email], fail: Callable[[Email, str]
     for email in deferred:
         content, contact = contents.get(email.campaign_id), contacts.get(email.contact_id)
         if content is None or contact is None:
-            gone = "campaign" if content is None else "contact"
+            gone = "content" if content is None else "contact"
             fail(email, f"The {gone} was deleted before the email was sent")
             failed.add(email.id)
             continue

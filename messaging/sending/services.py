@@ -32,7 +32,7 @@ from core.errors import NotFound, ValidationFailed
 from core.ids import random_uuids
 from domains.services import sender_domain_for
 from messaging.feedback.suppression import recipients_check_suppressed
-from messaging.models import AttachmentBundle, Email, EmailType, Template
+from messaging.models import AttachmentBundle, DeferredContent, Email, EmailType, Template
 from messaging.sending import parse
 from messaging.sending.dispatch import enqueue_bulk_delivery, enqueue_delivery
 from messaging.sending.mime import Attachment
@@ -330,7 +330,8 @@ def emails_queue_bulk(*, project: Project, contacts: list[tuple], content: SendC
     """Queue one email per contact of a campaign's batch, whose audience the campaign chose (each contact an
     (id, address) pair): all inserted in one statement, unrendered, and handed to delivery at `BULK_PRIORITY` after
     the commit. Delivery personalizes each as it sends it (`messaging.sending.personalize`), so a batch costs one
-    insert and no rendering. The contacts are not upserted (they exist) and nothing is checked per recipient. The
+    insert and no rendering; the batch stores the campaign's content for delivery too (`DeferredContent`, keyed by
+    the campaign's id). The contacts are not upserted (they exist) and nothing is checked per recipient. The
     emails inserted are counted in the campaigns category; its cap was checked when the campaign was sent
     (`emails_allowance_check`), so a started campaign is never cut short.
 
@@ -357,6 +358,7 @@ def emails_queue_bulk(*, project: Project, contacts: list[tuple], content: SendC
     )
     ids = random_uuids(len(contacts))
     with transaction.atomic():
+        _deferred_content_store(project, content, now)
         inserted = insert_varied(
             prototype,
             {
@@ -371,6 +373,34 @@ def emails_queue_bulk(*, project: Project, contacts: list[tuple], content: SendC
             usage.usage_add(allowance, inserted)
             usage.usage_warn(allowance, inserted, now=now)
     enqueue_bulk_delivery(ids)
+
+
+def _deferred_content_store(project: Project, content: SendContent, now) -> None:
+    """The subject and body delivery personalizes the unrendered emails of `content.campaign_id` from, written with
+    each batch (one statement) so that what is queued always has its content; the same for every batch, since a
+    campaign cannot be edited while it sends."""
+    DeferredContent.objects.bulk_create(
+        [
+            DeferredContent(
+                id=content.campaign_id, project=project, subject=content.subject, body=content.body, updated_at=now
+            )
+        ],
+        update_conflicts=True,
+        unique_fields=["id"],
+        update_fields=["subject", "body", "updated_at"],
+    )
+
+
+def emails_cancel(*, campaign_id: uuid.UUID) -> bool:
+    """Cancel a campaign's emails that delivery has not claimed (QUEUED -> CANCELLED, in one statement: a row
+    claimed meanwhile is SENDING and stays out). Returns whether any had been handed to delivery; when none had,
+    the campaign's emails are removed, as if it had never been sent."""
+    emails = Email.objects.filter(campaign_id=campaign_id)
+    emails.filter(status=Email.Status.QUEUED).update(status=Email.Status.CANCELLED, updated_at=timezone.now())
+    if emails.exclude(status=Email.Status.CANCELLED).exists():
+        return True
+    emails.delete()
+    return False
 
 
 def emails_queue_contacts(
