@@ -14,6 +14,7 @@ The boundary for the apps above (campaigns, workflows): they queue mail only thr
 and `emails_queue_contacts` for a workflow's batch of existing contacts (rendered now), and
 render only through `messaging.content.rendering` (`render_email`, `template_scope`, `check_syntax`). Content they
 save is checked by `messaging.content.services.content_check` and validated by the templates' input serializer
-(`messaging.content.serializers`). Nothing else of messaging is theirs to import; `messaging.models` for reads and
+(`messaging.content.serializers`). A figure they keep from the email events counts what the rollup counts
+(`messaging.insights.counting`). Nothing else of messaging is theirs to import; `messaging.models` for reads and
 foreign keys.
 """
