@@ -248,7 +248,7 @@ def resumes(args) -> dict:
     contacts = Contact.objects.bulk_create(
         [Contact(project=project, email=f"w{n}@bench.test") for n in range(args.count)], batch_size=2000
     )
-    # What the engine records for an execution paused in its DELAY (workflows.engine._record); T is set below.
+    # What the engine records for an execution paused in its DELAY (workflows.engine.outcomes_record); T is set below.
     later = timezone.now() + timedelta(days=1)
     executions = [
         WorkflowExecution(

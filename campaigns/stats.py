@@ -2,8 +2,8 @@
 from its email rows.
 
 - `sent`, `delivered`, `opened`, `clicked`, `bounced`, `complained`: the campaign's emails whose first-time
-  timestamp of that kind is set. The `email.*` events that set one are picked by the rollup's own rule
-  (`messaging.insights.rollup.counted_events`), and their payload names the campaign.
+  timestamp of that kind is set. The `email.*` events that set one are picked by the rule the rollup
+  follows too (`messaging.insights.counting.counted_events`), and their payload names the campaign.
 - `unsubscribed`: the campaign's emails through whose links the contact opted out (`contact.unsubscribed` events
   carrying the email's id), each email once.
 
@@ -22,7 +22,7 @@ from django.db.models import Count, F, Q
 from campaigns.models import COUNTERS, Campaign
 from contacts.models import Event
 from contacts.services import UNSUBSCRIBED_EVENT
-from messaging.insights.rollup import counted_events
+from messaging.insights.counting import counted_events
 from messaging.models import Email
 
 logger = logging.getLogger(__name__)

@@ -32,9 +32,7 @@ urlpatterns = [
     path("", include("segments.api.urls")),
     path("", include("workflows.api.urls")),
     path("", include("domains.api.urls")),
-    path("", include("messaging.feedback.urls")),
     path("", include("accounts.billing.urls")),
-    path("", include("messaging.uploads.urls")),
 ]
 
 

@@ -1,7 +1,7 @@
-"""The contact data rules of the spec, implemented once.
+"""The contact data rules (docs/contacts.md, "Data rules"), implemented once.
 
-Every writer of contact data (`POST /contacts`, `PATCH /contacts/:id`, `/v1/track`, CSV import, and later
-`/v1/send` and workflow steps) passes the request's `data` object through `data_rules` and applies the result
+Every writer of contact data (`POST /contacts`, `PATCH /contacts/:id`, `/v1/track`, `/v1/send`, CSV import and
+workflows' UPDATE_CONTACT steps) passes the request's `data` object through `data_rules` and applies the result
 with `DataChanges.apply`.
 """
 

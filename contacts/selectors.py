@@ -3,6 +3,7 @@ statement per vendor, since JSON functions differ between PostgreSQL (production
 
 import json
 import math
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -13,7 +14,9 @@ from django.utils import timezone
 
 from accounts.models import Project
 from contacts.models import Contact, Event
+from contacts.services import normalize_email
 from core.batches import keyset
+from core.errors import NotFound
 from core.time import iso
 
 # The types a field is reported with: what JSON says, plus `date` for ISO date and date-time strings.
@@ -90,6 +93,17 @@ def contact_list(*, project: Project, search: str | None = None, subscribed: boo
 class ContactLookup:
     found: list[Contact]
     not_found: list[str]
+
+
+def contact_get(*, project: Project, contact_id: uuid.UUID | None = None, email: str = "") -> Contact:
+    """The project's contact with id `contact_id`, or else with the address `email` (in any case); 404
+    `CONTACT_NOT_FOUND` naming what was asked for."""
+    contacts = Contact.objects.filter(project=project)
+    found = contacts.filter(pk=contact_id) if contact_id else contacts.filter(email=normalize_email(email))
+    contact = found.first()
+    if contact is None:
+        raise NotFound("Contact", contact_id or email)
+    return contact
 
 
 def contacts_lookup(*, project: Project, emails: list[str]) -> ContactLookup:

@@ -1,7 +1,7 @@
 """Writes of the contacts app: contacts, their subscription and their events (the upsert, with /v1/track, is
 `contacts.upsert`).
 
-Every contact write goes through `data_rules` (the spec's data rules) and every subscription change through
+Every contact write goes through `data_rules` (docs/contacts.md, "Data rules") and every subscription change through
 `contact_subscription_set` / `contacts_subscription_bulk_set`, which record `contact.subscribed` or
 `contact.unsubscribed`. Every event, tracked or system, is recorded by `event_record`, `events_record_bulk` or
 `events_record_for_contacts`, which fire the `contacts.signals` hooks after commit.

@@ -19,7 +19,7 @@ class Page:
 @dataclass(frozen=True)
 class CursorPage:
     """`rows` after a cursor position; `cursor` names the next page (None on the last), `total` counts all rows
-    on the first page and is 0 after it, as the spec says."""
+    on the first page and is 0 after it (docs/api/README.md, "Pagination")."""
 
     rows: list
     cursor: str | None

@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db.models import Q, QuerySet
 
 from accounts.models import Project
+from domains.dns import resolve
 from domains.models import Domain
 
 
@@ -59,3 +60,11 @@ def default_sender_domains(project_ids) -> dict:
     for project_id, name in rows:
         found.setdefault(project_id, name)
     return found
+
+
+def host_addresses(*, host: str) -> tuple[list[str], str]:
+    """The IPv4 then IPv6 addresses of `host` through the service's one resolver (`domains.dns`), and, when there
+    are none, why (the resolver's reasons, or "")."""
+    answers = [resolve(host, rdtype) for rdtype in ("A", "AAAA")]
+    addresses = [record for answer in answers if answer.found for record in answer.records]
+    return addresses, "; ".join(answer.reason for answer in answers if answer.reason)

@@ -1,12 +1,15 @@
 """Messaging: templates, the one send path, delivery, engagement, provider feedback and insights.
 
-Rooms (each a package with its own `api`/`views` module where it answers HTTP):
+Rooms (each a package). Content, feedback, insights and uploads answer HTTP from their `api` package (views and
+routes), sending from `sending/api.py` with its routes in `sending/urls.py`; `messaging/urls.py` includes them all.
+Engagement's routes are included first by `config/urls.py`, and partly answered in front of Django.
 - `content`: templates (model access, usage) and rendering (Liquid, the scope of a recipient).
 - `sending`: `/v1/send` input parsing, the send service, dispatch to the delivery queue, delivery, the SMTP/provider
   transport, MIME and the per-project throttle.
 - `engagement`: open and click tracking, tracked links, the hit queue, the hosted unsubscribe/subscribe/manage pages.
 - `feedback`: provider webhooks, bounces and complaints, the suppression list, the reputation guard.
 - `insights`: the activity feed, analytics, the hourly stats rollup and retention.
+- `uploads`: the images of templates (`POST /uploads/image`) and the route serving local uploads.
 
 The boundary for the apps above (campaigns, workflows): they queue mail only through
 `messaging.sending.services.emails_queue` (with `SendContent`, the content of one send, and `Address`), or
@@ -14,6 +17,7 @@ The boundary for the apps above (campaigns, workflows): they queue mail only thr
 and `emails_queue_contacts` for a workflow's batch of existing contacts (rendered now), and
 render only through `messaging.content.rendering` (`render_email`, `template_scope`, `check_syntax`). Content they
 save is checked by `messaging.content.services.content_check` and validated by the templates' input serializer
-(`messaging.content.serializers`). Nothing else of messaging is theirs to import; `messaging.models` for reads and
+(`messaging.content.serializers`). A figure they keep from the email events counts what the rollup counts
+(`messaging.insights.counting`). Nothing else of messaging is theirs to import; `messaging.models` for reads and
 foreign keys.
 """

@@ -42,7 +42,7 @@ class Segment(models.Model):
 
 
 class SegmentMembership(models.Model):
-    """A contact's membership of a static segment (and, later, of a tracked dynamic one). One row per (segment,
+    """A contact's membership of a static segment or of a tracked dynamic one. One row per (segment,
     contact): a member while `exited_at` is null; re-entry clears `exited_at` and moves `entered_at`."""
 
     segment = models.ForeignKey(Segment, on_delete=models.CASCADE, related_name="memberships", db_index=False)

@@ -7,9 +7,9 @@ from django.utils import timezone
 from accounts.models import Project
 from contacts.models import Contact
 from core.pages import Page
-from segments.conditions import condition_q
 from segments.conditions.spec import condition_fields, field_covers, segment_references
-from segments.models import Segment, SegmentMembership, SegmentType
+from segments.conditions.sql import segment_contacts
+from segments.models import Segment
 
 
 def segment_list(*, project: Project) -> QuerySet[Segment]:
@@ -18,15 +18,7 @@ def segment_list(*, project: Project) -> QuerySet[Segment]:
 
 def segment_members(*, segment: Segment, now: datetime | None = None) -> QuerySet[Contact]:
     """The segment's contacts, live for a dynamic segment, newest first."""
-    contacts = Contact.objects.filter(project_id=segment.project_id)
-    if segment.type == SegmentType.DYNAMIC and segment.condition:
-        contacts = contacts.filter(condition_q(segment.condition, now=now or timezone.now()))
-    elif segment.type == SegmentType.STATIC:
-        members = SegmentMembership.objects.filter(segment_id=segment.id, exited_at=None).values("contact_id")
-        contacts = contacts.filter(pk__in=members)
-    else:
-        contacts = contacts.none()
-    return contacts.order_by("-created_at", "-id")
+    return segment_contacts(segment, now=now or timezone.now()).order_by("-created_at", "-id")
 
 
 def segment_members_page(*, segment: Segment, page: int, page_size: int) -> Page:
@@ -52,11 +44,6 @@ def segment_members_page(*, segment: Segment, page: int, page_size: int) -> Page
         cached = segment_members(segment=segment).count()
         Segment.objects.filter(pk=segment.pk).update(member_count=cached, counted_at=timezone.now())
     return Page(rows=rows, page=page, page_size=page_size, total=cached)
-
-
-def segment_has_member(*, segment: Segment, contact: Contact) -> bool:
-    """Stored membership of one contact (static segments)."""
-    return SegmentMembership.objects.filter(segment_id=segment.id, contact_id=contact.id, exited_at=None).exists()
 
 
 def segments_referencing(*, segment: Segment) -> list[Segment]:

@@ -23,7 +23,6 @@ task counts as lost. It lives in the database, so restarting the broker or every
 import logging
 import uuid
 from collections import defaultdict
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -44,39 +43,13 @@ from workflows.models import (
     WorkflowStepExecution,
     WorkflowTransition,
 )
+from workflows.runs import Claim, Outcome
+from workflows.steps import steps_run
 
 logger = logging.getLogger(__name__)
 STEP_DELETED = "The step this execution was on no longer exists"
 _EXECUTION_FIELDS = ["status", "current_step", "resume_at", "context", "exit_reason", "completed_at", "updated_at"]
 _OUTCOME_FIELDS = ["status", "output", "scheduled_for", "error", "completed_at"]
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What a step came to. `follow` is the transition's label to take: "" for a plain one, a CONDITION's branch,
-    a WAIT_FOR_EVENT's outcome. A `pause` status (SCHEDULED or WAITING) stops the execution until `until` (None:
-    until an event comes); `exit_reason` ends it EXITED, `error` FAILED; otherwise it goes on."""
-
-    output: dict | None = None
-    follow: str = ""
-    context: dict | None = None
-    pause: str | None = None
-    until: datetime | None = None
-    exit_reason: str | None = None
-    error: str | None = None
-
-
-@dataclass
-class Claim:
-    """A step execution this worker holds. `resume` says why it runs: None (first run), "due" (its DELAY, timeout
-    or retry time came, or the worker that held it died), "event" (a WAIT_FOR_EVENT's event arrived; the output
-    holds it)."""
-
-    execution: WorkflowExecution
-    step: WorkflowStep
-    step_execution: WorkflowStepExecution
-    resume: str | None
-    now: datetime
 
 
 def _lease(now: datetime) -> datetime:
@@ -86,8 +59,6 @@ def _lease(now: datetime) -> datetime:
 def executions_advance(*, execution_ids: list) -> int:
     """Advance the executions as far as each goes now; returns how many steps ran. An infrastructure failure (the
     database gone) is logged and ends the batch: the leases run out and the sweep takes the executions up again."""
-    from workflows.steps import steps_run
-
     token = uuid.uuid4()
     ran = 0
     try:

@@ -1,5 +1,5 @@
 """Workflows: a graph of steps joined by transitions, started for a contact as an execution whose steps are
-recorded as step executions. The rules that a later engine relies on (one trigger per workflow, re-entry, one
+recorded as step executions. The rules that the engine relies on (one trigger per workflow, re-entry, one
 execution per triggering event, a step run at most once per execution) are database constraints, not checks."""
 
 import uuid

@@ -21,8 +21,8 @@ from messaging.models import Email
 from messaging.sending.services import Address, SendContent, emails_queue, emails_queue_contacts
 from segments.conditions import condition_matches
 from workflows.configs import CONTEXT_PREFIX, DELAY_UNITS, webhook_url_problem
-from workflows.engine import Claim, Outcome
 from workflows.models import StepExecutionStatus, StepType, WaitOutcome
+from workflows.runs import Claim, Outcome
 from workflows.webhooks import WebhookResult, webhook_retry_delay, webhook_send
 
 logger = logging.getLogger(__name__)

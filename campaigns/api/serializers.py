@@ -72,7 +72,7 @@ class CampaignMessageSerializer(serializers.Serializer):
 
 @extend_schema_serializer(many=False)  # the page envelope itself, not a list of them
 class CampaignPageSerializer(OutputSerializer):  # of a core.pages.Page
-    # Not a NumberedPageSerializer: the campaigns list writes its keys in the order the spec shows for it.
+    # Not a NumberedPageSerializer: the campaigns list writes its keys in its own order (docs/api/campaigns.md).
     data = CampaignOutputSerializer(many=True, source="rows")
     page = serializers.IntegerField()
     pageSize = serializers.IntegerField(source="page_size")

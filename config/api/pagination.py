@@ -1,8 +1,8 @@
-"""The spec's pagination envelopes.
+"""The pagination envelopes of the API (docs/api/README.md, "Pagination").
 
 Cursor lists are keyset-paginated on (sort field, primary key), so page 10,000 costs what page 1 costs; the
 cursor is signed, and a cursor that was altered, or that belongs to another sort order, is a 400. Page-based
-lists (campaigns, templates, segment members) use LIMIT/OFFSET as the spec defines them, with their own key order.
+lists (campaigns, templates, segment members) use LIMIT/OFFSET with a page number, with their own key order.
 The pages are records (`core.pages`); each endpoint writes its page with its own envelope serializer, a
 `CursorPageSerializer` or `NumberedPageSerializer` whose `data` is its rows' output serializer, which is also the
 page's schema.
@@ -52,7 +52,7 @@ def uuid_param(params, name: str) -> uuid.UUID | None:
 
 
 def choice_param(params, name: str, choices: Iterable[str], default: str) -> str:
-    """An enum query parameter whose unrecognised values fall back to the default, as the spec asks."""
+    """An enum query parameter whose unrecognised values fall back to the default (docs/api/README.md, "Errors")."""
     value = params.get(name)
     return value if value in choices else default
 
@@ -91,7 +91,7 @@ def _decode(cursor: str, sort: str, direction: str) -> tuple[Any, str]:
 
 def cursor_page(queryset: QuerySet, params, *, sort: CursorSort, count: Callable[[], int] | None = None) -> CursorPage:
     """The page of `queryset` that `params` ask for (`limit`, `cursor`, `sort`, `dir`); `total` only on the first
-    page (0 after), as the spec says."""
+    page (0 after), as docs/api/README.md promises."""
     limit = int_param(params, "limit", default=20, maximum=100)
     sort_name = choice_param(params, "sort", sort.fields, sort.default)
     direction = choice_param(params, "dir", ("asc", "desc"), sort.default_dir)
@@ -142,7 +142,7 @@ class CursorPageSerializer(OutputSerializer):  # of a core.pages.CursorPage
 
 
 @extend_schema_serializer(many=False)
-class NumberedPageSerializer(OutputSerializer):  # of a core.pages.Page: the spec's envelope of page-based lists
+class NumberedPageSerializer(OutputSerializer):  # of a core.pages.Page: the envelope of page-numbered lists
     data = serializers.ListField(source="rows")
     total = serializers.IntegerField()
     page = serializers.IntegerField()

@@ -1,4 +1,5 @@
-"""Request validation: run an input serializer and turn its errors into the spec's `errors[]` entries.
+"""Request validation: run an input serializer and turn its errors into the `errors[]` entries of the API's error
+envelope (docs/api/README.md, "Errors").
 
 Each entry is `{field, message, code, received?}` with `field` a dotted path (`to.2.email`) and `code` one of
 the codes integrators already handle (`invalid_type`, `invalid_string`, `too_small`, `too_big`,
@@ -15,7 +16,7 @@ from rest_framework.fields import SkipField
 from core.errors import ValidationFailed
 from core.json import json_type
 
-# DRF error code -> spec code. `invalid` depends on the field: a string format check or a wrong JSON type.
+# DRF error code -> the API's validation code. `invalid` depends on the field: a string format check or a wrong JSON type.
 _CODE_MAP = {
     "required": "invalid_type",
     "null": "invalid_type",

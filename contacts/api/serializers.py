@@ -211,7 +211,7 @@ class TrackInputSerializer(serializers.Serializer):
     data = DataField()
 
 
-class TrackDataSerializer(serializers.Serializer):  # of a contacts.services.TrackResult
+class TrackDataSerializer(serializers.Serializer):  # of a contacts.upsert.TrackResult
     contact = serializers.UUIDField(source="contact.id")
     event = serializers.UUIDField(source="event.id")
     timestamp = IsoDateTimeField(source="event.created_at")

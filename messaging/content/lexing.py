@@ -4,9 +4,9 @@ python-liquid tokenizes with regular expressions that backtrack: an unclosed `{{
 time quadratic in the rest of the template (16 KB: about a minute), every `(` inside a tag that no `..` follows
 rescans the rest of the tag (16 KB: 10 s), a `[` and a quote without a closing `"]` the same, and a line of a
 `{% liquid %}` tag ending in a long run of spaces the same again. The three lexers here produce the very same
-tokens and errors (messaging/tests/test_lexing.py compares them with the library's on generated templates) with
-`str.find`, a bisection over precomputed positions and anchored matches, so that every character is looked at a
-bounded number of times whatever the input:
+tokens and errors (`test_the_template_lexers_give_the_librarys_tokens_and_errors` compares them with the library's on
+generated templates) with `str.find`, a bisection over precomputed positions and anchored matches, so that every
+character is looked at a bounded number of times whatever the input:
 
 - `tokenize_template` splits a template into content, output and tag tokens (the `Environment.tokenizer` hook);
 - `tokenize_expression` splits the expression of one output or tag (used through `Stream` and `Output`);

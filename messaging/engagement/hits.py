@@ -1,5 +1,5 @@
 """The open pixel and click redirect answer without touching the database: each hit goes onto a Redis list and a
-worker writes them in batches (`messaging.engagement.engagement_hits_record`, in the order they arrived).
+worker writes them in batches (`messaging.engagement.services.engagement_hits_record`, in the order they arrived).
 
 The first hit pushed onto an empty list schedules a drain `TRACKING_HITS_DRAIN_SECONDS` later, so a burst costs
 one task (every thousandth waiting hit schedules another, and a beat entry drains every minute, in case a task was

@@ -156,7 +156,7 @@ def activity_feed(*, project: Project, filters: ActivityFilters, limit: int, cur
        index, so a page costs the same wherever it is.
     2. The rows are merged by (timestamp, id) descending and the first `limit` form the page; the cursor is the
        last one's (timestamp, id), signed. Ids are UUIDs, compared alike by Python and the databases.
-    3. `total` (first page only, as the spec says) is the sum of the sources' counts.
+    3. `total` (first page only, as on every cursor page) is the sum of the sources' counts.
     """
     after = _cursor_read(cursor) if cursor else None
     items: list[ActivityItem] = []

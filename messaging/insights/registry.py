@@ -24,7 +24,7 @@ from accounts.models import Project
 
 @dataclass(frozen=True)
 class ActivityItem:
-    """One entry of the feed, as `messaging.insights.serializers.ActivityItemSerializer` writes it."""
+    """One entry of the feed, as `messaging.insights.api.serializers.ActivityItemSerializer` writes it."""
 
     id: uuid.UUID
     type: str

@@ -4,7 +4,6 @@ hour of its first occurrence (the `<kind>_at` column of the email row, which the
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 from django.db import DatabaseError, connection, transaction
@@ -13,24 +12,12 @@ from django.db.models.functions import TruncHour
 from django.utils.dateparse import parse_datetime
 
 from contacts.models import Event
+from messaging.insights.counting import EVENT_COUNTS, counted_events
 from messaging.models import Email, EmailStatsHour
 
 logger = logging.getLogger(__name__)
 
 COUNTS = ("sent", "delivered", "opened", "clicked", "bounced", "complained", "failed")
-
-# Event name -> (rollup column, payload timestamp of the occurrence, payload (key, value) that makes it count).
-# Opens and clicks count at the first hit; a bounce when hard (what sets `bounced_at`; soft bounces are events
-# only). Deliveries and complaints are recorded once per email by the feedback service.
-EVENT_COUNTS = {
-    "email.sent": ("sent", "sentAt", None),
-    "email.delivery": ("delivered", "deliveredAt", None),
-    "email.open": ("opened", "openedAt", ("isFirstOpen", True)),
-    "email.click": ("clicked", "clickedAt", ("isFirstClick", True)),
-    "email.bounce": ("bounced", "bouncedAt", ("bounceType", "hard")),
-    "email.complaint": ("complained", "complainedAt", None),
-    "email.failed": ("failed", None, None),
-}
 
 # Email column each count is rebuilt from. A failure has no timestamp of its own: the row's last update is it.
 EMAIL_COLUMNS = {
@@ -52,20 +39,6 @@ def hour_of(moment: datetime) -> datetime:
 def _occurred_at(event: Event, stamp_key: str | None) -> datetime:
     stamp = parse_datetime(event.data.get(stamp_key) or "") if stamp_key else None
     return stamp or event.created_at
-
-
-def counted_events(events) -> Iterator[tuple[Event, str]]:
-    """(event, count) for each of `events` that is an email's first occurrence of a kind of COUNTS: what sets the
-    email row's `<kind>_at`. The rollup counts these, and so does every other figure kept from the events (a
-    campaign's counters)."""
-    for event in events:
-        kind = EVENT_COUNTS.get(event.name)
-        if kind is None:
-            continue
-        column, _stamp_key, condition = kind
-        if condition and event.data.get(condition[0]) != condition[1]:
-            continue
-        yield event, column
 
 
 def _increments(events) -> dict[tuple, dict[str, int]]:

@@ -16,7 +16,7 @@ Without Redis (the embedded default), or when Redis cannot be reached, the deliv
 
 Nothing accepted is lost on the way: the rows are QUEUED in the database before their ids move, and the sweeper
 (every minute) dispatches what is waiting in the lists and re-publishes QUEUED rows whose task never came (ids that a
-process held when it was killed, too). A row dispatched twice is claimed once (`messaging.delivery.emails_claim`).
+process held when it was killed, too). A row dispatched twice is claimed once (`messaging.sending.delivery.emails_claim`).
 """
 
 import atexit

@@ -83,7 +83,7 @@ def _smtp_sendmail(smtp: smtplib.SMTP, envelope_from: str, recipients: list[str]
     """`smtplib.SMTP.sendmail` for bare ASCII addresses, with the same replies, exceptions and resets.
 
     1. `sendmail` passes both addresses through `email.utils.parseaddr` to quote them: a third of the CPU of the
-       whole SMTP exchange, for addresses that `messaging.mime.format_address` already wrote as bare addr-specs.
+       whole SMTP exchange, for addresses that `messaging.sending.mime.format_address` already wrote as bare addr-specs.
     2. When the server offers PIPELINING (RFC 2920), MAIL, RCPT and DATA go in one write and their replies are read
        in order: two round trips per message instead of four. A refusal is read to the end (and a DATA accepted
        anyway is closed with an empty message) so that the connection stays in step for the next message.

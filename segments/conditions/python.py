@@ -15,6 +15,7 @@ from segments.conditions.spec import (
     parse_field,
     parse_instant,
 )
+from segments.models import Segment, SegmentMembership, SegmentType
 
 _MISSING = object()
 _COMPARE = {
@@ -135,14 +136,12 @@ def _events(contact, cache: dict) -> list:
 
 
 def _member(segment_id: str, contact, now: datetime, cache: dict) -> bool:
-    from segments.selectors import segment_has_member  # selectors use this module: import on use
-
-    segment = apps.get_model("segments", "Segment").objects.filter(pk=segment_id).first()
+    segment = Segment.objects.filter(pk=segment_id).first()
     if segment is None or segment.project_id != contact.project_id:
         return False
-    if segment.type == "DYNAMIC":
+    if segment.type == SegmentType.DYNAMIC:
         return bool(segment.condition) and _condition(segment.condition, contact, now, cache)
-    return segment_has_member(segment=segment, contact=contact)
+    return SegmentMembership.objects.filter(segment_id=segment.id, contact_id=contact.id, exited_at=None).exists()
 
 
 def _emails(contact, cache: dict) -> list:

@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime
 
 from django.apps import apps
-from django.db.models import BooleanField, Exists, Expression, F, OuterRef, Q
+from django.db.models import BooleanField, Exists, Expression, F, OuterRef, Q, QuerySet
 
 from contacts.models import Contact, Event
 from segments.conditions.spec import (
@@ -18,8 +18,21 @@ from segments.conditions.spec import (
     parse_field,
     parse_instant,
 )
+from segments.models import Segment, SegmentMembership, SegmentType
 
 _COMPARE = {"greaterThan": ">", "lessThan": "<", "greaterThanOrEqual": ">=", "lessThanOrEqual": "<="}
+
+
+def segment_contacts(segment: Segment, *, now: datetime) -> QuerySet[Contact]:
+    """The contacts of a segment, unordered: those its condition selects at `now` for a dynamic segment, its open
+    memberships for a static one. A condition naming a segment compiles to an EXISTS over these."""
+    contacts = Contact.objects.filter(project_id=segment.project_id)
+    if segment.type == SegmentType.DYNAMIC and segment.condition:
+        return contacts.filter(condition_q(segment.condition, now=now))
+    if segment.type == SegmentType.STATIC:
+        members = SegmentMembership.objects.filter(segment_id=segment.id, exited_at=None).values("contact_id")
+        return contacts.filter(pk__in=members)
+    return contacts.none()
 
 
 def condition_q(condition: dict, *, now: datetime) -> Q:
@@ -101,11 +114,9 @@ def _segment_q(segment_id: str, operator: str, now: datetime) -> Q:
     planned as an anti-join (a NOT IN over a large segment would be re-read for every contact once its list
     outgrows PostgreSQL's work_mem). References were checked for existence, project and cycles when the condition
     was saved."""
-    from segments.selectors import segment_members  # selectors compile conditions: import on use
-
-    segment = apps.get_model("segments", "Segment").objects.filter(pk=segment_id).first()
-    members = segment_members(segment=segment, now=now) if segment else Contact.objects.none()
-    exists = Exists(members.order_by().filter(pk=OuterRef("pk")))
+    segment = Segment.objects.filter(pk=segment_id).first()
+    members = segment_contacts(segment, now=now) if segment else Contact.objects.none()
+    exists = Exists(members.filter(pk=OuterRef("pk")))
     return Q(~exists) if operator == "notMemberOfSegment" else Q(exists)
 
 

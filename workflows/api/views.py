@@ -12,8 +12,7 @@ from config.api.schema import ERROR_RESPONSE as ERROR
 from config.api.schema import count_parameter
 from config.api.validation import validate
 from config.api.views import ProjectScopedViewSet
-from contacts.models import Contact
-from contacts.services import normalize_email
+from contacts.selectors import contact_get
 from core.errors import NotFound, ValidationFailed
 from workflows import selectors, services
 from workflows.api import serializers as s
@@ -230,13 +229,7 @@ class WorkflowViewSet(ProjectScopedViewSet):
     def execution_start(self, request, pk=None):
         workflow = self.get_object()
         data = validate(s.ExecutionStartInputSerializer, request.data)
-        contacts = Contact.objects.filter(project=self.project)
-        if data.get("contactId"):
-            contact = _one(contacts, data["contactId"], "Contact")
-        else:
-            contact = contacts.filter(email=normalize_email(data["email"])).first()
-            if contact is None:
-                raise NotFound("Contact", data["email"])
+        contact = contact_get(project=self.project, contact_id=data.get("contactId"), email=data.get("email", ""))
         execution = services.execution_start(workflow=workflow, contact=contact, context=data.get("context"))
         return Response(s.ExecutionOutputSerializer(execution).data, status=201)
 

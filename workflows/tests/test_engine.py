@@ -17,8 +17,9 @@ from contacts.models import Contact, Event
 from core.standard_webhooks import signature_headers
 from messaging.models import Email, EmailType, Template
 from workflows.dispatch import executions_due_claim
-from workflows.engine import Outcome, executions_advance, executions_claim, outcomes_record
+from workflows.engine import executions_advance, executions_claim, outcomes_record
 from workflows.models import WorkflowExecution, WorkflowStepExecution
+from workflows.runs import Outcome
 from workflows.steps import steps_run
 from workflows.tasks import sweep_executions_task
 from workflows.tests.conftest import Api

@@ -5,7 +5,7 @@
 1. only http and https, and no user info (`http://user:pass@host/`);
 2. `localhost` and its subdomains are loopback names; a literal address is taken as it is, in every spelling a
    resolver would accept (`2130706433`, `0x7f.1`, `[::ffff:127.0.0.1]`); a name (in its ASCII form) is resolved
-   once, through the service's resolver (`domains.dns`);
+   once, through the service's resolver (`domains.selectors.host_addresses`);
 3. every address found is checked, and one refused address refuses the call: loopback, private, link-local
    (with the cloud metadata addresses), shared (CGNAT), unique-local, multicast, unspecified, reserved and anything
    else that is not globally routable; an IPv6 address that carries an IPv4 address (IPv4-mapped, NAT64, 6to4,
@@ -25,7 +25,7 @@ import httpx
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from domains.dns import resolve
+from domains.selectors import host_addresses
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -151,9 +151,7 @@ def _literal_address(host: str) -> IPAddress | None:
 
 def _resolved(host: str) -> list[IPAddress]:
     """Every IPv4 then IPv6 address of `host`: the first is the one connected to."""
-    answers = [resolve(host, rdtype) for rdtype in ("A", "AAAA")]
-    addresses = [ipaddress.ip_address(record) for answer in answers if answer.found for record in answer.records]
+    addresses, reasons = host_addresses(host=host)
     if not addresses:
-        reasons = "; ".join(answer.reason for answer in answers if answer.reason)
         raise httpx.ConnectError(f"cannot resolve {host}: {reasons or 'no address'}")
-    return addresses
+    return [ipaddress.ip_address(address) for address in addresses]

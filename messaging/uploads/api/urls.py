@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.urls import path
 
-from messaging.uploads.api import ImageUploadView, media_serve
+from messaging.uploads.api.views import ImageUploadView, media_serve
 
 urlpatterns = [
     path("uploads/image", ImageUploadView.as_view(), name="upload-image"),

@@ -1,7 +1,7 @@
 from django.urls import path
 
-from messaging.feedback.api import ProjectSecurityView, UserProjectSecurityView
-from messaging.feedback.views import generic_webhook, provider_webhook
+from messaging.feedback.api.views import ProjectSecurityView, UserProjectSecurityView
+from messaging.feedback.api.webhooks import generic_webhook, provider_webhook
 
 urlpatterns = [
     path("webhooks/generic", generic_webhook, name="webhook-generic"),

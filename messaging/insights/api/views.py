@@ -13,7 +13,7 @@ from config.api.schema import count_parameter
 from config.api.views import ApiView
 from core.errors import ValidationFailed
 from messaging.insights import activity, analytics
-from messaging.insights import serializers as s
+from messaging.insights.api import serializers as s
 from messaging.insights.registry import ActivityFilters
 
 MAX_RANGE = timedelta(days=366)

@@ -1,4 +1,4 @@
-"""Templates and POST /v1/send: parse, call one service or selector, serialize."""
+"""The templates endpoints: parse, call one service or selector, serialize."""
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response

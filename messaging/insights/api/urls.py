@@ -1,6 +1,6 @@
 from django.urls import path
 
-from messaging.insights import api as views
+from messaging.insights.api import views
 
 urlpatterns = [
     path("activity", views.ActivityListView.as_view(), name="activity-list"),

@@ -1,0 +1,7 @@
+from django.urls import path
+
+from messaging.sending.api import SendView
+
+urlpatterns = [
+    path("v1/send", SendView.as_view(), name="v1-send"),
+]
