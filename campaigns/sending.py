@@ -7,7 +7,7 @@
 3. Starting creates the fan-out job (`accounts.jobs`, type `campaign_send`), published after the commit;
    `jobs_requeue_stalled` publishes it again if its message is lost or its worker dies.
 4. The fan-out (`campaign_fan_out`) walks the audience in keyset batches ordered by email (the (project, email)
-   index), and per batch, in one transaction: inserts the emails unrendered (`emails_queue_bulk`; delivery
+   index), and per batch, in one transaction: inserts the emails unrendered (`emails_queue` with the `CAMPAIGN` policy; delivery
    personalizes each as it sends it), and records the last email as the job's checkpoint. A worker that dies
    loses at most its uncommitted batch, and the next resumes after the checkpoint; the unique (campaign, contact)
    constraint makes a batch done twice harmless. Only one batch of contacts is in memory at a time.
@@ -39,12 +39,14 @@ from core.time import iso
 from messaging.content.services import content_check
 from messaging.models import Email
 from messaging.sending.services import (
+    CAMPAIGN,
     Address,
+    Recipient,
     SendContent,
     email_send_test,
     emails_allowance_check,
     emails_cancel,
-    emails_queue_bulk,
+    emails_queue,
 )
 
 logger = logging.getLogger(__name__)
@@ -178,7 +180,8 @@ def _fan_out(job: Job, report: Report) -> dict:
         with transaction.atomic():
             if not _still_sending(campaign, job):
                 return {"queued": queued, "stopped": True}
-            emails_queue_bulk(project=campaign.project, contacts=contacts, content=content)
+            recipients = [Recipient(email=email, contact_id=contact_id) for contact_id, email in contacts]
+            emails_queue(project=campaign.project, content=content, recipients=recipients, policy=CAMPAIGN)
             after, queued = contacts[-1][1], queued + len(contacts)
             report(min(99, queued * 100 // total), {"queued": queued}, {"after": after, "queued": queued})
 

@@ -12,9 +12,8 @@ Engagement's routes are included first by `config/urls.py`, and partly answered 
 - `uploads`: the images of templates (`POST /uploads/image`) and the route serving local uploads.
 
 The boundary for the apps above (campaigns, workflows): they queue mail only through
-`messaging.sending.services.emails_queue` (with `SendContent`, the content of one send, and `Address`), or
-`emails_queue_bulk` for a campaign's batch of existing contacts (stored unrendered, delivered at a lower priority)
-and `emails_queue_contacts` for a workflow's batch of existing contacts (rendered now), and
+`messaging.sending.services.emails_queue` (with `SendContent`, the content of one send, its recipients as
+`Address`es or `Recipient`s, and the `Policy` of their way in: `CAMPAIGN`, `WORKFLOW`, `WORKFLOW_ADDRESS`, `TEST`), and
 render only through `messaging.content.rendering` (`render_email`, `template_scope`, `check_syntax`). Content they
 save is checked by `messaging.content.services.content_check` and validated by the templates' input serializer
 (`messaging.content.serializers`). A figure they keep from the email events counts what the rollup counts

@@ -18,7 +18,7 @@ from core.errors import ServiceError
 from core.time import iso
 from messaging.content import rendering
 from messaging.models import Email
-from messaging.sending.services import Address, SendContent, emails_queue, emails_queue_contacts
+from messaging.sending.services import WORKFLOW, WORKFLOW_ADDRESS, Address, Recipient, SendContent, emails_queue
 from segments.conditions import condition_matches
 from workflows.configs import CONTEXT_PREFIX, DELAY_UNITS, webhook_url_problem
 from workflows.models import StepExecutionStatus, StepType, WaitOutcome
@@ -121,7 +121,7 @@ def _sent(email_id, to_email: str, status: str) -> Outcome:
 
 
 def _send_to_contacts(claims: list[Claim]) -> list[Outcome]:
-    """SEND_EMAIL of one step to each execution's contact, through the send path's bulk queueing, each email keyed
+    """SEND_EMAIL of one step to each execution's contact, through the send path (one insert), each email keyed
     by its step execution's id: run twice (a worker died after queueing), a step finds its email and queues
     nothing more. To an unsubscribed contact a MARKETING or HEADLESS template is stored SUPPRESSED and the
     execution goes on."""
@@ -130,14 +130,23 @@ def _send_to_contacts(claims: list[Claim]) -> list[Outcome]:
     existing = {row["id"]: row for row in Email.objects.filter(id__in=again).values("id", "to_email", "status")}
     to_send = [claim for claim in claims if claim.step_execution.id not in existing]
     if to_send:
-        emails = emails_queue_contacts(
+        queued = emails_queue(
             project=to_send[0].execution.project,
-            contacts=[_contact(claim) for claim in to_send],
             content=_content(to_send[0]),
-            variables=[_variables(_contact(claim), claim.execution.context) for claim in to_send],
-            email_ids=[claim.step_execution.id for claim in to_send],
+            recipients=[
+                Recipient(
+                    email=_contact(claim).email,
+                    contact=_contact(claim),
+                    variables=_variables(_contact(claim), claim.execution.context),
+                    email_id=claim.step_execution.id,
+                )
+                for claim in to_send
+            ],
+            policy=WORKFLOW,
         )
-        existing.update({email.id: {"to_email": email.to_email, "status": email.status} for email in emails})
+        existing.update(
+            {item.email.id: {"to_email": item.email.to_email, "status": item.email.status} for item in queued}
+        )
     return [
         _sent(key, existing[key]["to_email"], existing[key]["status"]) for key in (c.step_execution.id for c in claims)
     ]
@@ -158,7 +167,7 @@ def _send_email(claim: Claim) -> Outcome:
             content=_content(claim),
             data={key: {"value": value, "persistent": False} for key, value in transient.items()},
             email_id=email_id,
-            store_opted_out=True,
+            policy=WORKFLOW_ADDRESS,
         )
         existing = {"to_email": queued.email.to_email, "status": queued.email.status}
     return _sent(email_id, existing["to_email"], existing["status"])

@@ -297,7 +297,7 @@ def test_a_failed_fan_out_keeps_the_campaign_sending_until_it_is_resumed(
     from campaigns import sending
 
     settings.CAMPAIGN_BATCH_SIZE = 4
-    queue_bulk, batches = sending.emails_queue_bulk, []
+    queue_bulk, batches = sending.emails_queue, []
 
     def third_batch_fails(**kwargs):
         batches.append(1)
@@ -305,7 +305,7 @@ def test_a_failed_fan_out_keeps_the_campaign_sending_until_it_is_resumed(
             raise RuntimeError("the database went away")
         return queue_bulk(**kwargs)
 
-    monkeypatch.setattr(sending, "emails_queue_bulk", third_batch_fails)
+    monkeypatch.setattr(sending, "emails_queue", third_batch_fails)
     campaign = create_campaign()
     assert send(campaign["id"]).status_code == 200  # the eager fan-out's failure is logged after the commit
     failed = Job.objects.get(pk=Campaign.objects.get(pk=campaign["id"]).job_id)
@@ -314,7 +314,7 @@ def test_a_failed_fan_out_keeps_the_campaign_sending_until_it_is_resumed(
     assert campaigns_finish_sending() == 0  # ...and still the campaign is not SENT
     assert secret_client.get(f"/campaigns/{campaign['id']}").json()["data"]["status"] == "SENDING"
 
-    monkeypatch.setattr(sending, "emails_queue_bulk", queue_bulk)
+    monkeypatch.setattr(sending, "emails_queue", queue_bulk)
     committed(lambda: sending.campaign_fan_out_resume(campaign=Campaign.objects.get(pk=campaign["id"])))
     resumed = Campaign.objects.get(pk=campaign["id"]).job
     assert resumed.pk != failed.pk and resumed.status == Job.Status.COMPLETED

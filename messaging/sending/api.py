@@ -8,7 +8,7 @@ from config.api.output import output
 from config.api.schema import ERROR_RESPONSE, IDEMPOTENCY_KEY
 from config.api.views import HandlerView
 from messaging.sending import serializers as s
-from messaging.sending.services import emails_send_request
+from messaging.sending.requests import emails_send_request
 
 _send_output = output(s.SendResultSerializer)
 

@@ -14,6 +14,7 @@ import logging
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
+from enum import StrEnum
 
 from django.conf import settings
 from django.db import transaction
@@ -22,18 +23,16 @@ from django.utils import timezone
 from accounts.billing import usage
 from accounts.billing.models import Category
 from accounts.models import Project
-from contacts.data_rules import validate_data
 from contacts.models import Contact
 from contacts.services import normalize_email
 from contacts.upsert import contact_upsert, contact_upsert_read, contact_upsert_write
 from core.batches import in_batches
 from core.db import insert_prepared, insert_varied
-from core.errors import NotFound, ValidationFailed
+from core.errors import ValidationFailed
 from core.ids import random_uuids
 from domains.services import sender_domain_for
 from messaging.feedback.suppression import recipients_check_suppressed
 from messaging.models import AttachmentBundle, DeferredContent, Email, EmailType, Template
-from messaging.sending import parse
 from messaging.sending.dispatch import enqueue_bulk_delivery, enqueue_delivery
 from messaging.sending.mime import Attachment
 from messaging.sending.parse import Address
@@ -194,7 +193,7 @@ def _queue_single(
     domain_name: str,
     allowance: usage.Allowance | None,
     email_id: uuid.UUID | None,
-    store_opted_out: bool,
+    policy: "Policy",
 ) -> Queued | None:
     """One recipient without attachments or a subscription change, in two statements and no transaction: read the
     contact, render, then write contact, email and the usage count together if the contact is still as read. None,
@@ -214,102 +213,234 @@ def _queue_single(
         variables={**contact.data, **pending.variables},
         bundle=None,
         now=timezone.now(),
+        fail_refused=not policy.refuse,
         email_id=email_id,
     )
-    if store_opted_out:
+    if not policy.refuse:
         _opted_out(email, contact, content)
     counted = [usage.counter_statement(allowance, 1, after="result")] if allowance else []
     if not contact_upsert_write(pending, dependent=[email], also=counted):
         return None
     if allowance:
         usage.usage_warn(allowance, 1, now=email.created_at)
+    if email.status == Email.Status.QUEUED:
+        enqueue_delivery([email.id])
     return Queued(contact=contact, email=email)
+
+
+class Contacts(StrEnum):
+    """Who the recipients of a send are."""
+
+    UPSERT = "upsert"  # addresses, each upserted as a contact through the contacts app's data rules
+    EXISTING = "existing"  # the project's contacts, given (`Recipient`): nothing upserted
+    NONE = "none"  # addresses that become no contact (a test send)
+
+
+class OnCap(StrEnum):
+    """What a send past the monthly cap of its billing category does."""
+
+    REFUSE = "refuse"  # 429 BILLING_LIMIT_EXCEEDED, nothing stored
+    FAIL = "fail"  # stored FAILED `Billing limit exceeded`, neither queued nor counted: the caller goes on
+    COUNT = "count"  # stored and counted: the cap was checked before (a campaign, when it was sent)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What differs between the ways into the send path; everything else (the sender's verified domain, the rows,
+    the usage count, the handover to delivery) is the same for all."""
+
+    contacts: Contacts = Contacts.UPSERT
+    # Refusals (an opted-out contact, a suppressed address, content a recipient's data pushes past a rendering limit)
+    # refuse the whole send (the API); else they are stored, SUPPRESSED or FAILED, and the caller goes on.
+    refuse: bool = True
+    on_cap: OnCap = OnCap.REFUSE
+    # Stored unrendered, and personalized by delivery as it sends (`DeferredContent`): a campaign's batch.
+    render_at_delivery: bool = False
+    # Handed to delivery at BULK_PRIORITY, after the transactional mail waiting (`messaging.sending.dispatch`).
+    bulk: bool = False
+
+
+# The ways in (docs/messaging.md, "One send path").
+SEND = Policy()
+WORKFLOW = Policy(contacts=Contacts.EXISTING, refuse=False, on_cap=OnCap.FAIL)
+WORKFLOW_ADDRESS = Policy(refuse=False, on_cap=OnCap.FAIL)
+CAMPAIGN = Policy(contacts=Contacts.EXISTING, refuse=False, on_cap=OnCap.COUNT, render_at_delivery=True, bulk=True)
+TEST = Policy(contacts=Contacts.NONE)
+
+
+@dataclass(frozen=True, slots=True)
+class Recipient:
+    """An existing contact as a recipient: the contact (or, for a row rendered at delivery, its id and address),
+    the variables its copy is rendered with, and the caller's key for its email row (a workflow step's id: a step
+    run twice stores one row)."""
+
+    email: str
+    contact: Contact | None = None
+    contact_id: uuid.UUID | None = None
+    variables: dict | None = None
+    email_id: uuid.UUID | None = None
 
 
 def emails_queue(
     *,
     project: Project,
-    recipients: list[Address],
     content: SendContent,
+    recipients: list,
+    policy: Policy = SEND,
     subscribed: bool | None = None,
     data: dict | None = None,
     email_id: uuid.UUID | None = None,
-    store_opted_out: bool = False,
 ) -> list[Queued]:
-    """Queue one email per recipient, in order; returns each recipient's contact and email row. Atomic: a request
-    that fails writes nothing.
+    """The one way into the send path: queue one email per recipient, in order, as `policy` says; returns each
+    recipient's contact and email row (none for rows rendered at delivery). Atomic: a send that is refused writes
+    nothing.
 
-    Over the monthly cap of the source's billing category, nothing is written and 429 `BILLING_LIMIT_EXCEEDED` is
-    raised; except for a workflow's email, which is stored FAILED `Billing limit exceeded` (not queued, not
-    counted) so that the execution can go on and show why.
-
-    A workflow step passes `email_id` (one recipient: the row's id, its key against queueing twice) and
-    `store_opted_out`: a marketing or headless email to an unsubscribed contact is then stored SUPPRESSED instead
-    of refusing the request, and a suppressed address is left to delivery, which stores it SUPPRESSED."""
+    `recipients` are `Address`es (upserted as contacts, or none for a test) or `Recipient`s (existing contacts).
+    With upserted contacts, `data` and `subscribed` apply to each, and `email_id` keys the row of a single
+    recipient. An email that delivery would not send is stored as it stands (FAILED or SUPPRESSED, with why) and
+    not handed over."""
+    if not recipients:
+        return []
     domain = sender_domain_for(project=project, address=content.sender.email)
-    if not store_opted_out:
-        _check_opt_outs(project, recipients, content, subscribed)
-        recipients_check_suppressed(project=project, recipients=recipients, email_type=content.type)
-    allowance = _allowance(project, content.source)
-    blocked = allowance is not None and allowance.exceeded_by(len(recipients))
-    if blocked and content.source != Email.Source.WORKFLOW:
+    now = timezone.now()
+    allowance = _allowance(project, content.source, now)
+    blocked = policy.on_cap != OnCap.COUNT and allowance is not None and allowance.exceeded_by(len(recipients))
+    if blocked and policy.on_cap == OnCap.REFUSE:
         allowance.check(len(recipients))
-    if len(recipients) == 1 and not content.attachments and subscribed is None and not blocked:
-        single = _queue_single(
-            project=project,
-            recipient=recipients[0],
-            content=content,
-            data=data,
-            domain_name=domain.name,
-            allowance=allowance,
-            email_id=email_id,
-            store_opted_out=store_opted_out,
-        )
-        if single is not None:
-            if single.email.status == Email.Status.QUEUED:
-                enqueue_delivery([single.email.id])
-            return [single]
+    if policy.contacts == Contacts.UPSERT:
+        if policy.refuse:
+            _check_opt_outs(project, recipients, content, subscribed)
+            recipients_check_suppressed(project=project, recipients=recipients, email_type=content.type)
+        if len(recipients) == 1 and not content.attachments and subscribed is None and not blocked:
+            single = _queue_single(
+                project=project,
+                recipient=recipients[0],
+                content=content,
+                data=data,
+                domain_name=domain.name,
+                allowance=allowance,
+                email_id=email_id,
+                policy=policy,
+            )
+            if single is not None:
+                return [single]
+    if policy.render_at_delivery:
+        _queue_unrendered(project, content, recipients, domain.name, allowance, now)
+        return []
     # A savepoint only when a caller's transaction is open (none in a request: the send view is not atomic): a
     # refused recipient (a rendering limit, the size cap) then rolls back this send alone, not the caller's work.
     with transaction.atomic():
         bundle = _bundle(project, content.attachments)
-        now = timezone.now()
-        queued: list[Queued] = []
-        for recipient in recipients:
-            result = contact_upsert(
-                project=project,
-                email=recipient.email,
-                subscribed=subscribed,
-                data=_recipient_data(data, recipient),
-                new_subscribed=False,
-                source="send",
-            )
-            contact = result.contact
-            email = _email_row(
-                project=project,
-                content=content,
-                domain_name=domain.name,
-                to=Address(email=contact.email, name=recipient.name),
-                contact=contact,
-                variables={**contact.data, **result.variables},
-                bundle=bundle,
-                now=now,
-                email_id=email_id,
-            )
-            if blocked:
-                email.status, email.last_error = Email.Status.FAILED, usage.BLOCKED_REASON
-            elif store_opted_out:
-                _opted_out(email, contact, content)
-            queued.append(Queued(contact=contact, email=email))
-        emails = [item.email for item in queued]
-        insert_prepared(emails)
+        queued = [
+            _queued(project, content, recipient, policy, domain.name, bundle, now, subscribed, data, email_id)
+            for recipient in recipients
+        ]
         if blocked:
-            return queued
-        if allowance is not None:
-            usage.usage_add(allowance, len(emails))
-            usage.usage_warn(allowance, len(emails), now=now)
-        enqueue_delivery([email.id for email in emails if email.status == Email.Status.QUEUED])
+            for item in queued:
+                item.email.status, item.email.last_error = Email.Status.FAILED, usage.BLOCKED_REASON
+        emails = [item.email for item in queued]
+        inserted = insert_prepared(emails, ignore_conflicts=policy.contacts == Contacts.EXISTING)
+        deliver = [email.id for email in emails if email.status == Email.Status.QUEUED]
+        _store(None if blocked else allowance, inserted, deliver, now, bulk=policy.bulk)
     return queued
+
+
+def _queued(
+    project: Project,
+    content: SendContent,
+    recipient,
+    policy: Policy,
+    domain_name: str,
+    bundle: AttachmentBundle | None,
+    now,
+    subscribed: bool | None,
+    data: dict | None,
+    email_id: uuid.UUID | None,
+) -> Queued:
+    """One recipient's row, rendered now, with its contact upserted, given or none, as the policy says."""
+    if policy.contacts == Contacts.EXISTING:
+        contact, to, variables = recipient.contact, Address(email=recipient.email), recipient.variables
+        email_id = recipient.email_id
+    elif policy.contacts == Contacts.NONE:
+        existing = Contact.objects.filter(project=project, email=normalize_email(recipient.email)).first()
+        contact, to, variables = None, recipient, {**(existing.data if existing else {}), **(data or {})}
+    else:
+        result = contact_upsert(
+            project=project,
+            email=recipient.email,
+            subscribed=subscribed,
+            data=_recipient_data(data, recipient),
+            new_subscribed=False,
+            source="send",
+        )
+        contact, to = result.contact, Address(email=result.contact.email, name=recipient.name)
+        variables = {**contact.data, **result.variables}
+    email = _email_row(
+        project=project,
+        content=content,
+        domain_name=domain_name,
+        to=to,
+        contact=contact,
+        variables=variables,
+        bundle=bundle,
+        now=now,
+        fail_refused=not policy.refuse,
+        email_id=email_id,
+    )
+    if not policy.refuse:
+        _opted_out(email, contact, content)
+    return Queued(contact=contact, email=email)
+
+
+def _queue_unrendered(
+    project: Project,
+    content: SendContent,
+    recipients: list[Recipient],
+    domain_name: str,
+    allowance: usage.Allowance | None,
+    now,
+) -> None:
+    """A campaign's batch: one insert of unrendered rows that differ only in id, contact and address, with the
+    content delivery personalizes them from (`DeferredContent`, keyed by the campaign's id). A contact that already
+    has an email of the campaign is left out by the unique constraint on (campaign, contact): a batch run twice
+    queues nothing twice. (Its id is still published; delivery's claim finds no such row.)"""
+    prototype = Email(
+        project=project,
+        campaign_id=content.campaign_id,
+        source=content.source,
+        type=content.type,
+        from_email=content.sender.email,
+        from_name=content.sender.name,
+        reply_to=content.reply_to,
+        subject=content.subject[:998],
+        rendered=False,
+        created_at=now,
+        updated_at=now,
+    )
+    ids = random_uuids(len(recipients))
+    with transaction.atomic():
+        _deferred_content_store(project, content, now)
+        inserted = insert_varied(
+            prototype,
+            {
+                "id": ids,
+                "contact": [recipient.contact_id for recipient in recipients],
+                "to_email": [recipient.email for recipient in recipients],
+                "message_id": [f"<{email_id}@{domain_name}>" for email_id in ids],
+            },
+            ignore_conflicts=True,
+        )
+        _store(allowance, inserted, ids, now, bulk=True)
+
+
+def _store(allowance: usage.Allowance | None, inserted: int, deliver: list, now, *, bulk: bool) -> None:
+    """The step every way in ends with, inside the transaction that inserted `inserted` rows: count them in the
+    month's usage of their category (none without an allowance) and hand the ids in `deliver` to delivery once
+    committed."""
+    if allowance is not None and inserted:
+        usage.usage_add(allowance, inserted)
+        usage.usage_warn(allowance, inserted, now=now)
+    (enqueue_bulk_delivery if bulk else enqueue_delivery)(deliver)
 
 
 def _allowance(project: Project, source: str, now=None) -> usage.Allowance | None:
@@ -324,55 +455,6 @@ def emails_allowance_check(*, project: Project, source: str, count: int) -> None
     allowance = _allowance(project, source)
     if allowance is not None:
         allowance.check(count)
-
-
-def emails_queue_bulk(*, project: Project, contacts: list[tuple], content: SendContent) -> None:
-    """Queue one email per contact of a campaign's batch, whose audience the campaign chose (each contact an
-    (id, address) pair): all inserted in one statement, unrendered, and handed to delivery at `BULK_PRIORITY` after
-    the commit. Delivery personalizes each as it sends it (`messaging.sending.personalize`), so a batch costs one
-    insert and no rendering; the batch stores the campaign's content for delivery too (`DeferredContent`, keyed by
-    the campaign's id). The contacts are not upserted (they exist) and nothing is checked per recipient. The
-    emails inserted are counted in the campaigns category; its cap was checked when the campaign was sent
-    (`emails_allowance_check`), so a started campaign is never cut short.
-
-    A contact that already has an email of `content.campaign_id` is left out by the unique constraint on
-    (campaign, contact): a batch run twice queues nothing twice. (Its id is still published; delivery's claim
-    finds no such row.)"""
-    if not contacts:
-        return
-    domain = sender_domain_for(project=project, address=content.sender.email)
-    now = timezone.now()
-    allowance = _allowance(project, content.source, now)
-    prototype = Email(
-        project=project,
-        campaign_id=content.campaign_id,
-        source=content.source,
-        type=content.type,
-        from_email=content.sender.email,
-        from_name=content.sender.name,
-        reply_to=content.reply_to,
-        subject=content.subject[:998],
-        rendered=False,
-        created_at=now,
-        updated_at=now,
-    )
-    ids = random_uuids(len(contacts))
-    with transaction.atomic():
-        _deferred_content_store(project, content, now)
-        inserted = insert_varied(
-            prototype,
-            {
-                "id": ids,
-                "contact": [contact_id for contact_id, _ in contacts],
-                "to_email": [address for _, address in contacts],
-                "message_id": [f"<{email_id}@{domain.name}>" for email_id in ids],
-            },
-            ignore_conflicts=True,
-        )
-        if allowance is not None:
-            usage.usage_add(allowance, inserted)
-            usage.usage_warn(allowance, inserted, now=now)
-    enqueue_bulk_delivery(ids)
 
 
 def _deferred_content_store(project: Project, content: SendContent, now) -> None:
@@ -403,125 +485,12 @@ def emails_cancel(*, campaign_id: uuid.UUID) -> bool:
     return False
 
 
-def emails_queue_contacts(
-    *,
-    project: Project,
-    contacts: list[Contact],
-    content: SendContent,
-    variables: list[dict],
-    email_ids: list[uuid.UUID],
-) -> list[Email]:
-    """Queue one email per existing contact of a workflow's SEND_EMAIL steps, each rendered now with the caller's
-    `variables` for it and keyed by the caller's `email_ids` (an id already stored is left out, so a step run twice
-    queues nothing twice): all inserted in one statement and handed to delivery after the commit; returns the rows,
-    in order. The contacts are not upserted (they exist) and nothing is refused: stored as `emails_queue` stores one
-    with `store_opted_out` (over the monthly cap FAILED and not counted, to an unsubscribed contact with a marketing
-    or headless template SUPPRESSED), and content that a contact's data pushes past a rendering limit FAILED with
-    the reason."""
-    if not contacts:
-        return []
-    domain = sender_domain_for(project=project, address=content.sender.email)
-    now = timezone.now()
-    allowance = _allowance(project, content.source, now)
-    blocked = allowance is not None and allowance.exceeded_by(len(contacts))
-    emails = []
-    for index, contact in enumerate(contacts):
-        email = _email_row(
-            project=project,
-            content=content,
-            domain_name=domain.name,
-            to=Address(email=contact.email),
-            contact=contact,
-            variables=variables[index],
-            bundle=None,
-            now=now,
-            fail_refused=True,
-            email_id=email_ids[index],
-        )
-        if blocked:
-            email.status, email.last_error = Email.Status.FAILED, usage.BLOCKED_REASON
-        else:
-            _opted_out(email, contact, content)
-        emails.append(email)
-    with transaction.atomic():
-        inserted = insert_prepared(emails, ignore_conflicts=True)
-        if allowance is not None and not blocked:
-            usage.usage_add(allowance, inserted)
-            usage.usage_warn(allowance, inserted, now=now)
-    enqueue_delivery([email.id for email in emails if email.status == Email.Status.QUEUED])
-    return emails
-
-
-def emails_send_request(*, project: Project, body: dict, raw: dict) -> list[Queued]:
-    """POST /v1/send: resolve the request against its template (explicit fields win), then queue it.
-
-    `body` holds the typed fields validated by the view's serializer; `raw` the request as sent, for the fields
-    that take several shapes (`to`, `from`, `reply`), parsed here with exact field paths.
-    """
-    recipients = parse.parse_recipients(raw.get("to"))
-    sender = parse.parse_sender(raw.get("from"))
-    reply = parse.parse_reply(raw.get("reply"))
-    headers = parse.parse_headers(body.get("headers"))
-    attachments = parse.parse_attachments(body.get("attachments"))
-    data = validate_data(body["data"]) if body.get("data") is not None else None
-    template = None
-    if body.get("template"):
-        template = Template.objects.filter(project=project, id=body["template"]).first()
-        if template is None:
-            raise NotFound("Template", body["template"])
-    subject = body.get("subject") or (template.subject if template else None)
-    html = body.get("body") or (template.body if template else None)
-    if not subject:
-        raise ValidationFailed.field(
-            "subject", "Required unless the template has a subject", "invalid_type", received="undefined"
-        )
-    if not html:
-        raise ValidationFailed.field(
-            "body", "Required unless a template is given", "invalid_type", received="undefined"
-        )
-    if sender is None and template is not None:
-        sender = Address(email=template.from_email)
-    if sender is None:
-        raise ValidationFailed.field(
-            "from", "Required unless the template has a sender", "invalid_type", received="undefined"
-        )
-    # From name precedence: from.name, the deprecated `name`, the template's, the project's.
-    from_name = sender.name or body.get("name") or (template.from_name if template else "") or project.name
-    content = SendContent(
-        subject=subject,
-        body=html,
-        sender=Address(email=sender.email, name=from_name),
-        reply_to=reply or (template.reply_to if template else ""),
-        type=template.type if template else EmailType.TRANSACTIONAL,
-        template=template,
-        headers=headers,
-        attachments=attachments,
-    )
-    return emails_queue(
-        project=project, recipients=recipients, content=content, subscribed=body.get("subscribed"), data=data
-    )
-
-
 def email_send_test(*, project: Project, to: Address, content: SendContent, sample_data: dict | None = None) -> Email:
-    """One test message (`source=test`) rendered with sample data; it creates no contact and records no event.
-    The subject is prefixed `[TEST] `."""
-    domain = sender_domain_for(project=project, address=content.sender.email)
-    existing = Contact.objects.filter(project=project, email=normalize_email(to.email)).first()
-    variables = {**(existing.data if existing else {}), **(sample_data or {})}
+    """One test message (`source=test`) rendered with sample data over the address's contact data, if it has any;
+    it creates no contact, records no event and counts in no category. The subject is prefixed `[TEST] `."""
     content = replace(content, subject=f"[TEST] {content.subject}", source=Email.Source.TEST)
-    email = _email_row(
-        project=project,
-        content=content,
-        domain_name=domain.name,
-        to=to,
-        contact=None,
-        variables=variables,
-        bundle=_bundle(project, content.attachments),
-        now=timezone.now(),
-    )
-    email.save(force_insert=True)
-    enqueue_delivery([email.id])
-    return email
+    [queued] = emails_queue(project=project, content=content, recipients=[to], policy=TEST, data=sample_data)
+    return queued.email
 
 
 def emails_retry(*, email_ids: list) -> int:

@@ -11,7 +11,7 @@ from conftest import concurrently
 from core.errors import BillingLimitExceeded, ValidationFailed
 from messaging.models import Email
 from messaging.sending.parse import Address
-from messaging.sending.services import SendContent, emails_allowance_check, emails_queue
+from messaging.sending.services import WORKFLOW_ADDRESS, SendContent, emails_allowance_check, emails_queue
 
 pytestmark = pytest.mark.django_db
 
@@ -109,8 +109,12 @@ def test_a_workflow_email_over_the_cap_is_stored_failed_and_not_counted(project,
     billing_limits_update(project=project.project, changes={"workflows": 1})
     to = [Address(email="ann@example.test")]
     with django_capture_on_commit_callbacks(execute=True):
-        [first] = emails_queue(project=project.project, recipients=to, content=workflow_content())
-        [second] = emails_queue(project=project.project, recipients=to, content=workflow_content())
+        [first] = emails_queue(
+            project=project.project, recipients=to, content=workflow_content(), policy=WORKFLOW_ADDRESS
+        )
+        [second] = emails_queue(
+            project=project.project, recipients=to, content=workflow_content(), policy=WORKFLOW_ADDRESS
+        )
     first.email.refresh_from_db()
     second.email.refresh_from_db()
     assert first.email.status != Email.Status.FAILED
@@ -141,6 +145,7 @@ def test_counters_equal_a_recount_after_a_mix_of_sends(
                 project=project.project,
                 recipients=[Address(email=f"w{index}@example.test")],
                 content=workflow_content(),
+                policy=WORKFLOW_ADDRESS,
             )
     counted = usage_by_category(project=project.project)
     assert counted == {
