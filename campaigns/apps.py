@@ -13,19 +13,19 @@ class CampaignsConfig(AppConfig):
 
         register_segment_delete_blocker(campaigns_using_segment)
 
-        from accounts.registry import register_project_reset, register_setup_fact
+        from accounts.registry import ResetStep, project_resets, setup_facts
         from campaigns.selectors import last_campaign_sent_at
         from campaigns.services import project_campaigns_delete
 
-        register_setup_fact("lastCampaignSentAt", last_campaign_sent_at)
-        register_project_reset("campaigns", project_campaigns_delete, order=10)
+        setup_facts.register(last_campaign_sent_at, key="lastCampaignSentAt")
+        project_resets.register(ResetStep(name="campaigns", order=10, delete=project_campaigns_delete))
         register_field_usage("campaigns", campaigns_using_field)
 
-        from accounts.jobs import register_job_task
+        from accounts.jobs import job_tasks
         from campaigns import sending, tasks
 
         # The jobs sweeper publishes a fan-out again when its worker or its message was lost.
-        register_job_task(sending.JOB_TYPE, lambda job_id: tasks.campaign_fan_out_task.delay(job_id))
+        job_tasks.register(lambda job_id: tasks.campaign_fan_out_task.delay(job_id), key=sending.JOB_TYPE)
 
         from campaigns.stats import on_events_recorded
         from contacts.signals import events_recorded

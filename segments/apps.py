@@ -7,11 +7,11 @@ class SegmentsConfig(AppConfig):
 
     def ready(self):
         # The contacts fields/events endpoints report (and refuse to delete) what a segment condition uses.
-        from accounts.registry import register_project_reset
+        from accounts.registry import ResetStep, project_resets
         from contacts.usage import register_event_usage, register_field_usage
         from segments.services import project_segments_delete
 
-        register_project_reset("segments", project_segments_delete, order=20)
+        project_resets.register(ResetStep(name="segments", order=20, delete=project_segments_delete))
         from segments.selectors import segments_using_event, segments_using_field
 
         register_field_usage("segments", segments_using_field)

@@ -16,12 +16,12 @@ class WorkflowsConfig(AppConfig):
 
         register_template_usage("workflowSteps", steps_using_template)
 
-        from accounts.registry import register_project_reset, register_setup_fact
+        from accounts.registry import ResetStep, project_resets, setup_facts
         from workflows.selectors import project_has_enabled_workflow
         from workflows.services import project_workflows_delete
 
-        register_setup_fact("hasEnabledWorkflow", project_has_enabled_workflow)
-        register_project_reset("workflows", project_workflows_delete, order=10)
+        setup_facts.register(project_has_enabled_workflow, key="hasEnabledWorkflow")
+        project_resets.register(ResetStep(name="workflows", order=10, delete=project_workflows_delete))
         register_event_usage("workflows", workflows_using_event)
         register_field_usage("workflows", workflows_using_field)
         # Events start workflows and resume waiting executions (docs/workflows.md "Triggers").
