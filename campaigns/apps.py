@@ -33,15 +33,11 @@ class CampaignsConfig(AppConfig):
         events_recorded.connect(on_events_recorded, dispatch_uid="campaigns.stats")
 
         from campaigns.activity import SOURCE, Directory, campaigns_upcoming
-        from messaging.insights.registry import (
-            register_activity_source,
-            register_campaign_directory,
-            register_upcoming_provider,
-        )
+        from messaging.insights.registry import activity_sources, campaign_directories, upcoming_providers
 
-        register_activity_source(SOURCE)
-        register_upcoming_provider("campaigns", campaigns_upcoming)
-        register_campaign_directory(Directory())
+        activity_sources.register(SOURCE, key=SOURCE.name)
+        upcoming_providers.register(campaigns_upcoming, key="campaigns")
+        campaign_directories.register(Directory())
 
         from campaigns.selectors import campaigns_content
         from messaging.sending.personalize import register_campaign_content

@@ -27,14 +27,10 @@ class WorkflowsConfig(AppConfig):
         # Events start workflows and resume waiting executions (docs/workflows.md "Triggers").
         events_recorded.connect(on_events_recorded, dispatch_uid="workflows.on_events_recorded")
 
-        from messaging.insights.registry import (
-            register_activity_counter,
-            register_activity_source,
-            register_upcoming_provider,
-        )
+        from messaging.insights.registry import activity_counters, activity_sources, upcoming_providers
         from workflows.activity import SOURCES, workflows_started_count, workflows_upcoming
 
         for source in SOURCES:
-            register_activity_source(source)
-        register_upcoming_provider("workflows", workflows_upcoming)
-        register_activity_counter("totalWorkflowsStarted", workflows_started_count)
+            activity_sources.register(source, key=source.name)
+        upcoming_providers.register(workflows_upcoming, key="workflows")
+        activity_counters.register(workflows_started_count, key="totalWorkflowsStarted")
