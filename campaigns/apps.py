@@ -8,10 +8,9 @@ class CampaignsConfig(AppConfig):
     def ready(self):
         # The apps below learn about campaigns only through their hooks.
         from campaigns.selectors import campaigns_using_field, campaigns_using_segment
-        from contacts.usage import register_field_usage
-        from segments.services import register_segment_delete_blocker
+        from core.usage import usage_finders
 
-        register_segment_delete_blocker(campaigns_using_segment)
+        usage_finders.register(campaigns_using_segment, key=("segment", "campaigns"))
 
         from accounts.registry import ResetStep, project_resets, setup_facts
         from campaigns.selectors import last_campaign_sent_at
@@ -19,7 +18,7 @@ class CampaignsConfig(AppConfig):
 
         setup_facts.register(last_campaign_sent_at, key="lastCampaignSentAt")
         project_resets.register(ResetStep(name="campaigns", order=10, delete=project_campaigns_delete))
-        register_field_usage("campaigns", campaigns_using_field)
+        usage_finders.register(campaigns_using_field, key=("field", "campaigns"))
 
         from accounts.jobs import job_tasks
         from campaigns import sending, tasks

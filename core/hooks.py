@@ -51,10 +51,6 @@ class Hook(Generic[T]):
 
         return add if implementation is None else add(implementation)
 
-    def unregister(self, key: Hashable) -> None:
-        self.implementations.pop(key, None)
-        self.registered_by.pop(key, None)
-
     def __iter__(self) -> Iterator[T]:
         return iter(self.implementations.values())
 

@@ -59,10 +59,14 @@ def segment_has_member(*, segment: Segment, contact: Contact) -> bool:
     return SegmentMembership.objects.filter(segment_id=segment.id, contact_id=contact.id, exited_at=None).exists()
 
 
-def segments_referencing(*, segment: Segment) -> list[Segment]:
-    """Segments of the project whose condition has a `segment.<id>` filter naming `segment`."""
+def segments_using_segment(project: Project, segment: Segment) -> list[dict]:
+    """Usage finder of segments: the segments of the project whose condition has a `segment.<id>` filter naming it."""
     others = Segment.objects.filter(project_id=segment.project_id).exclude(pk=segment.pk).exclude(condition=None)
-    return [s for s in others if any(ref == str(segment.id) for _p, ref in segment_references(s.condition))]
+    return [
+        {"id": str(s.id), "name": s.name}
+        for s in others
+        if any(ref == str(segment.id) for _p, ref in segment_references(s.condition))
+    ]
 
 
 def _segments_using(project: Project, uses) -> list[dict]:

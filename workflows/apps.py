@@ -9,12 +9,11 @@ class WorkflowsConfig(AppConfig):
         # Templates, event names and contact fields report the workflows using them (and refuse to be deleted
         # while they do) through their apps' hooks, so that those apps never import this one.
         from contacts.signals import events_recorded
-        from contacts.usage import register_event_usage, register_field_usage
-        from messaging.content.usage import register_template_usage
+        from core.usage import usage_finders
         from workflows.receivers import on_events_recorded
         from workflows.selectors import steps_using_template, workflows_using_event, workflows_using_field
 
-        register_template_usage("workflowSteps", steps_using_template)
+        usage_finders.register(steps_using_template, key=("template", "workflowSteps"))
 
         from accounts.registry import ResetStep, project_resets, setup_facts
         from workflows.selectors import project_has_enabled_workflow
@@ -22,8 +21,8 @@ class WorkflowsConfig(AppConfig):
 
         setup_facts.register(project_has_enabled_workflow, key="hasEnabledWorkflow")
         project_resets.register(ResetStep(name="workflows", order=10, delete=project_workflows_delete))
-        register_event_usage("workflows", workflows_using_event)
-        register_field_usage("workflows", workflows_using_field)
+        usage_finders.register(workflows_using_event, key=("event", "workflows"))
+        usage_finders.register(workflows_using_field, key=("field", "workflows"))
         # Events start workflows and resume waiting executions (docs/workflows.md "Triggers").
         events_recorded.connect(on_events_recorded, dispatch_uid="workflows.on_events_recorded")
 
