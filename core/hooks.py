@@ -12,14 +12,15 @@ The apps above register in their `AppConfig.ready` (or in a module it imports), 
 
     setup_facts.register(project_has_template, key="hasTemplate")
 
-    @sender_checks.register
-    def templates_sending_from(...): ...
+    @usage_finders.register(key=("field", "segments"))
+    def segments_using_field(project, field): ...
 
 The owner reads `hook.implementations`, a plain dict (`.get(key)` for one, iterate the hook for all), so a call
 costs what the dict lookup it replaces did. docs/architecture.md ("Hooks") lists every hook and who registers, and
 a test keeps that list true.
 """
 
+import inspect
 import sys
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Generic, TypeVar
@@ -30,7 +31,7 @@ T = TypeVar("T")
 class Hook(Generic[T]):
     def __init__(self, name: str, doc: str, *, keys: Iterable[Hashable] | None = None) -> None:
         self.name = name
-        self.doc = doc
+        self.doc = inspect.cleandoc(doc)
         # A closed set of keys (the figures of a page an app may answer for), or None for any.
         self.keys = tuple(keys) if keys is not None else None
         self.implementations: dict[Hashable, T] = {}
