@@ -29,9 +29,9 @@ class AccountsConfig(AppConfig):
     def ready(self):
         import core.checks  # noqa: F401 - registers the service's system checks
         from accounts import services, tasks
-        from accounts.jobs import register_job_task
+        from accounts.jobs import job_tasks
 
-        register_job_task(services.PROJECT_RESET_JOB, lambda job_id: tasks.project_reset_task.delay(job_id))
+        job_tasks.register(lambda job_id: tasks.project_reset_task.delay(job_id), key=services.PROJECT_RESET_JOB)
 
         # The sessions' cached access to projects (accounts.sessioncache) is forgotten on every change to a user or a
         # membership, whoever makes it: the services, the admin (its inlines too), deletes that cascade, logins.

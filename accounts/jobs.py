@@ -25,17 +25,17 @@ from accounts.models import Job, Project
 from accounts.selectors import project_ids_in_scope
 from core.batches import purge_by_project
 from core.errors import NotFound
+from core.hooks import Hook
 from core.ids import uuid_or_none
 
 logger = logging.getLogger(__name__)
 # report(progress, result, checkpoint=None): progress 0-100, the partial result, and where to resume.
 Report = Callable[..., None]
-# job type -> a function that publishes the job's task for a job id (registered by the app that owns the type).
-_publishers: dict[str, Callable[[str], None]] = {}
-
-
-def register_job_task(job_type: str, publish: Callable[[str], None]) -> None:
-    _publishers[job_type] = publish
+job_tasks: Hook[Callable[[str], None]] = Hook(
+    "accounts.jobs.job_tasks",
+    """`publish(job_id)`, registered under a job type by the app that owns the type: queues the job's task, so that
+    `jobs_requeue_stalled` can publish again a job whose worker or message was lost.""",
+)
 
 
 def job_create(*, project: Project, type: str, params: dict | None = None) -> Job:
@@ -121,7 +121,7 @@ def jobs_requeue_stalled(*, limit: int = 100) -> int:
     stalled = jobs_stalled().values_list("id", "type")[:limit]
     published = 0
     for job_id, job_type in stalled:
-        publish = _publishers.get(job_type)
+        publish = job_tasks.implementations.get(job_type)
         if publish is None:
             logger.error("Job %s has type %s, which no app registered a task for", job_id, job_type)
             continue

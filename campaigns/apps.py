@@ -8,24 +8,23 @@ class CampaignsConfig(AppConfig):
     def ready(self):
         # The apps below learn about campaigns only through their hooks.
         from campaigns.selectors import campaigns_using_field, campaigns_using_segment
-        from contacts.usage import register_field_usage
-        from segments.services import register_segment_delete_blocker
+        from core.usage import usage_finders
 
-        register_segment_delete_blocker(campaigns_using_segment)
+        usage_finders.register(campaigns_using_segment, key=("segment", "campaigns"))
 
-        from accounts.registry import register_project_reset, register_setup_fact
+        from accounts.registry import ResetStep, project_resets, setup_facts
         from campaigns.selectors import last_campaign_sent_at
         from campaigns.services import project_campaigns_delete
 
-        register_setup_fact("lastCampaignSentAt", last_campaign_sent_at)
-        register_project_reset("campaigns", project_campaigns_delete, order=10)
-        register_field_usage("campaigns", campaigns_using_field)
+        setup_facts.register(last_campaign_sent_at, key="lastCampaignSentAt")
+        project_resets.register(ResetStep(name="campaigns", order=10, delete=project_campaigns_delete))
+        usage_finders.register(campaigns_using_field, key=("field", "campaigns"))
 
-        from accounts.jobs import register_job_task
+        from accounts.jobs import job_tasks
         from campaigns import sending, tasks
 
         # The jobs sweeper publishes a fan-out again when its worker or its message was lost.
-        register_job_task(sending.JOB_TYPE, lambda job_id: tasks.campaign_fan_out_task.delay(job_id))
+        job_tasks.register(lambda job_id: tasks.campaign_fan_out_task.delay(job_id), key=sending.JOB_TYPE)
 
         from campaigns.stats import on_events_recorded
         from contacts.signals import events_recorded
@@ -33,12 +32,8 @@ class CampaignsConfig(AppConfig):
         events_recorded.connect(on_events_recorded, dispatch_uid="campaigns.stats")
 
         from campaigns.activity import SOURCE, Directory, campaigns_upcoming
-        from messaging.insights.registry import (
-            register_activity_source,
-            register_campaign_directory,
-            register_upcoming_provider,
-        )
+        from messaging.insights.registry import activity_sources, campaign_directories, upcoming_providers
 
-        register_activity_source(SOURCE)
-        register_upcoming_provider("campaigns", campaigns_upcoming)
-        register_campaign_directory(Directory())
+        activity_sources.register(SOURCE, key=SOURCE.name)
+        upcoming_providers.register(campaigns_upcoming, key="campaigns")
+        campaign_directories.register(Directory())

@@ -79,11 +79,12 @@ def campaign_list(
     return campaigns.order_by(f"{prefix}{CAMPAIGN_SORT[sort]}", f"{prefix}id")
 
 
-def campaigns_using_segment(segment) -> str | None:
-    """The segments app's delete blocker: the campaigns that still need the segment, named with their status."""
+def campaigns_using_segment(project: Project, segment) -> list[dict]:
+    """Usage finder of segments: the campaigns that still need the segment (a DRAFT, SCHEDULED or SENDING one)."""
     rows = Campaign.objects.filter(segment=segment, status__in=USES_SEGMENT).order_by("created_at", "id")
-    named = [f'"{name}" ({status})' for name, status in rows.values_list("name", "status")]
-    return f"used by campaign {', '.join(named)}" if named else None
+    return [
+        {"id": str(pk), "name": name, "status": status} for pk, name, status in rows.values_list("id", "name", "status")
+    ]
 
 
 def campaigns_using_field(project: Project, field: str) -> list[dict]:

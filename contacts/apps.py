@@ -6,16 +6,16 @@ class ContactsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from accounts.jobs import register_job_task
+        from accounts.jobs import job_tasks
 
         # The jobs sweeper publishes these again when a job's worker or message was lost.
-        from accounts.registry import register_project_reset, register_setup_fact
+        from accounts.registry import ResetStep, project_resets, setup_facts
         from contacts import bulk, imports, tasks
         from contacts.services import project_contact_count, project_contacts_delete
 
         # A project's setup state and reset (accounts.registry); contacts go last, after the rows that use them.
-        register_setup_fact("contactCount", project_contact_count)
-        register_project_reset("contacts", project_contacts_delete, order=30)
-        register_job_task(imports.JOB_TYPE, lambda job_id: tasks.contact_import_task.delay(job_id))
+        setup_facts.register(project_contact_count, key="contactCount")
+        project_resets.register(ResetStep(name="contacts", order=30, delete=project_contacts_delete))
+        job_tasks.register(lambda job_id: tasks.contact_import_task.delay(job_id), key=imports.JOB_TYPE)
         for job_type in bulk.JOB_TYPES.values():
-            register_job_task(job_type, lambda job_id: tasks.contacts_bulk_task.delay(job_id))
+            job_tasks.register(lambda job_id: tasks.contacts_bulk_task.delay(job_id), key=job_type)

@@ -29,12 +29,12 @@ class DomainsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from accounts.registry import register_default_sender_domains, register_setup_fact
+        from accounts.registry import default_sender_domain_finders, setup_facts
         from domains.models import Domain
         from domains.selectors import default_sender_domains, project_has_verified_domain
 
-        register_setup_fact("hasVerifiedDomain", project_has_verified_domain)
-        register_default_sender_domains(default_sender_domains)
+        setup_facts.register(project_has_verified_domain, key="hasVerifiedDomain")
+        default_sender_domain_finders.register(default_sender_domains)
 
         setting_changed.connect(_clear_dns_memory, dispatch_uid="domains-dns-memory")
         setting_changed.connect(_forget_all_senders, dispatch_uid="domains-sender-memory-setting")

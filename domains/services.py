@@ -14,11 +14,11 @@ from accounts.models import Project
 from core.db import select_prepared
 from core.errors import Conflict, ErrorCode, ServiceError, ValidationFailed
 from core.time import iso
+from core.usage import refuse_delete_while_used, used_in
 from domains import authorized, dkim, records
 from domains.models import Domain
 from domains.names import normalize_domain
 from domains.records import CheckStatus, Purpose
-from domains.senders import sender_uses
 
 logger = logging.getLogger(__name__)
 
@@ -235,21 +235,20 @@ def domain_check_claim(*, domain_id, min_interval: timedelta = timedelta(seconds
 
 def domain_delete(*, domain: Domain) -> None:
     """Delete a domain, unless a template or campaign of the project would lose its sender (409 naming them)."""
-    uses = [
-        use
-        for use in sender_uses(project=domain.project, domain_name=domain.name)
-        if not _covered_by_other(domain, use.address)
-    ]
-    if uses:
-        names = ", ".join(f'{use.kind} "{use.name}"' for use in uses[:10])
-        more = f" and {len(uses) - 10} more" if len(uses) > 10 else ""
-        raise Conflict(
-            f'Domain "{domain.name}" is the sender domain of {names}{more}; change their sender before deleting it',
-            details={
-                "domain": domain.name,
-                "usedBy": [{"type": use.kind, "id": use.id, "name": use.name, "from": use.address} for use in uses],
-            },
-        )
+    # A use whose address another verified domain of the project also covers keeps its sender.
+    used = {
+        kind: [use for use in uses if not _covered_by_other(domain, use["from"])]
+        for kind, uses in used_in("domain", project=domain.project, of=domain.name).items()
+    }
+    uses = [use for kind_uses in used.values() for use in kind_uses]
+    names = ", ".join(f'{use["type"]} "{use["name"]}"' for use in uses[:10])
+    more = f" and {len(uses) - 10} more" if len(uses) > 10 else ""
+    refuse_delete_while_used(
+        used,
+        f'Domain "{domain.name}" is the sender domain of {names}{more}; change their sender before deleting it',
+        domain=domain.name,
+        usedBy=uses,
+    )
     domain.delete()
 
 

@@ -6,13 +6,13 @@ class MessagingConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from accounts.registry import register_project_reset, register_setup_fact
+        from accounts.registry import ResetStep, project_resets, setup_facts
         from contacts.signals import events_recorded
         from messaging.content.selectors import project_has_template
         from messaging.content.services import project_messages_delete
 
-        register_setup_fact("hasTemplate", project_has_template)
-        register_project_reset("emails and templates", project_messages_delete, order=20)
+        setup_facts.register(project_has_template, key="hasTemplate")
+        project_resets.register(ResetStep(name="emails and templates", order=20, delete=project_messages_delete))
         from messaging.content import registrations  # noqa: F401 - usage finders for domains and contact fields
         from messaging.insights import (
             activity,  # noqa: F401 - registers the events as an activity source

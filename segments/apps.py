@@ -6,16 +6,18 @@ class SegmentsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        # The contacts fields/events endpoints report (and refuse to delete) what a segment condition uses.
-        from accounts.registry import register_project_reset
-        from contacts.usage import register_event_usage, register_field_usage
+        from accounts.registry import ResetStep, project_resets
         from segments.services import project_segments_delete
 
-        register_project_reset("segments", project_segments_delete, order=20)
-        from segments.selectors import segments_using_event, segments_using_field
+        project_resets.register(ResetStep(name="segments", order=20, delete=project_segments_delete))
+        # The contacts fields/events endpoints and the segment delete report (and refuse to delete) what a segment
+        # condition uses.
+        from core.usage import usage_finders
+        from segments.selectors import segments_using_event, segments_using_field, segments_using_segment
 
-        register_field_usage("segments", segments_using_field)
-        register_event_usage("segments", segments_using_event)
+        usage_finders.register(segments_using_field, key=("field", "segments"))
+        usage_finders.register(segments_using_event, key=("event", "segments"))
+        usage_finders.register(segments_using_segment, key=("segment", "segments"))
 
         from contacts.models import Contact
         from contacts.signals import contacts_changed, events_recorded

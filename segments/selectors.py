@@ -46,10 +46,14 @@ def segment_members_page(*, segment: Segment, page: int, page_size: int) -> Page
     return Page(rows=rows, page=page, page_size=page_size, total=cached)
 
 
-def segments_referencing(*, segment: Segment) -> list[Segment]:
-    """Segments of the project whose condition has a `segment.<id>` filter naming `segment`."""
+def segments_using_segment(project: Project, segment: Segment) -> list[dict]:
+    """Usage finder of segments: the segments of the project whose condition has a `segment.<id>` filter naming it."""
     others = Segment.objects.filter(project_id=segment.project_id).exclude(pk=segment.pk).exclude(condition=None)
-    return [s for s in others if any(ref == str(segment.id) for _p, ref in segment_references(s.condition))]
+    return [
+        {"id": str(s.id), "name": s.name}
+        for s in others
+        if any(ref == str(segment.id) for _p, ref in segment_references(s.condition))
+    ]
 
 
 def _segments_using(project: Project, uses) -> list[dict]:

@@ -1,6 +1,5 @@
 """Writes of segments. Every condition goes through segments.conditions.condition_validate before it is stored."""
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -13,23 +12,14 @@ from accounts.models import Project
 from contacts.models import Contact
 from contacts.services import events_record_bulk, events_record_for_contacts, normalize_email
 from contacts.upsert import contact_upsert
-from core.errors import Conflict, ValidationFailed
+from core.errors import ValidationFailed
+from core.usage import refuse_delete_while_used, used_in
 from segments.conditions import condition_validate
 from segments.models import Segment, SegmentMembership, SegmentType
 from segments.receivers import forget_tracked
-from segments.selectors import segment_members, segments_referencing
+from segments.selectors import segment_members
 
 UNSET = object()
-
-# Apps that can keep a segment from being deleted register a check here (the campaigns app: a DRAFT, SCHEDULED or
-# SENDING campaign using it). A check returns a message naming what uses the segment, or None.
-DeleteBlocker = Callable[[Segment], str | None]
-_delete_blockers: list[DeleteBlocker] = []
-
-
-def register_segment_delete_blocker(blocker: DeleteBlocker) -> None:
-    if blocker not in _delete_blockers:
-        _delete_blockers.append(blocker)
 
 
 def _check_condition(*, project: Project, segment_type: str, condition, segment_id=None) -> None:
@@ -94,19 +84,17 @@ def segment_update(
     return segment
 
 
-def _referencing_segments(segment: Segment) -> str | None:
-    names = [f'"{other.name}"' for other in segments_referencing(segment=segment)]
-    return f"used by segment {', '.join(names)}" if names else None
-
-
 def segment_delete(*, segment: Segment) -> None:
-    for blocker in [_referencing_segments, *_delete_blockers]:
-        reason = blocker(segment)
-        if reason:
-            raise Conflict(
-                f'Segment "{segment.name}" cannot be deleted: {reason}',
-                details={"segmentId": str(segment.id)},
-            )
+    """Delete a segment unless another segment's condition or a campaign still needing it uses it (409 naming the
+    first kind of them: `used by segment "A"`, `used by campaign "B" (DRAFT)`)."""
+    used = used_in("segment", project=segment.project, of=segment)
+    kind, users = next(((kind, users) for kind, users in used.items() if users), ("", []))
+    named = ", ".join(f'"{u["name"]}" ({u["status"]})' if "status" in u else f'"{u["name"]}"' for u in users)
+    refuse_delete_while_used(
+        used,
+        f'Segment "{segment.name}" cannot be deleted: used by {kind.removesuffix("s")} {named}',
+        segmentId=str(segment.id),
+    )
     segment.delete()
     forget_tracked(segment.project_id)
 

@@ -81,8 +81,8 @@ def workflow_fields(*, project: Project, event_name: str = "") -> list[dict]:
     ]
 
 
-def steps_using_template(template) -> list[dict]:
-    """Usage finder of templates (`messaging.content.usage`): the SEND_EMAIL steps sending it."""
+def steps_using_template(project: Project, template) -> list[dict]:
+    """Usage finder of templates (`core.usage`): the SEND_EMAIL steps sending it."""
     steps = WorkflowStep.objects.filter(template=template).select_related("workflow").order_by("created_at")
     return [{"workflowId": str(s.workflow_id), "workflowName": s.workflow.name, "stepId": str(s.id)} for s in steps]
 
@@ -99,7 +99,7 @@ def _workflows_where(project: Project, uses) -> list[dict]:
 
 
 def workflows_using_event(project: Project, name: str) -> list[dict]:
-    """Usage finder of event names (`contacts.usage`): a trigger on it, a WAIT_FOR_EVENT for it, or a CONDITION
+    """Usage finder of event names (`core.usage`): a trigger on it, a WAIT_FOR_EVENT for it, or a CONDITION
     testing `event.<name>`."""
 
     def uses(step: WorkflowStep) -> bool:
@@ -112,7 +112,7 @@ def workflows_using_event(project: Project, name: str) -> list[dict]:
 
 
 def workflows_using_field(project: Project, field: str) -> list[dict]:
-    """Usage finder of contact fields (`contacts.usage`): a CONDITION testing the field or below it, or an
+    """Usage finder of contact fields (`core.usage`): a CONDITION testing the field or below it, or an
     UPDATE_CONTACT writing its key."""
 
     def uses(step: WorkflowStep) -> bool:

@@ -324,4 +324,4 @@ class SetupStateView(MemberProjectView):
         responses={200: _envelope("SetupStateEnvelope", s.SetupStateSerializer()), 403: ERROR},
     )
     def get(self, request, project_id):
-        return Response({"success": True, "data": registry.setup_facts(self.project)})
+        return Response({"success": True, "data": registry.project_setup_facts(self.project)})

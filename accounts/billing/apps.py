@@ -9,6 +9,6 @@ class BillingConfig(AppConfig):
 
     def ready(self) -> None:
         from accounts.billing.services import project_has_subscription
-        from accounts.registry import register_setup_fact
+        from accounts.registry import setup_facts
 
-        register_setup_fact("hasSubscription", project_has_subscription)
+        setup_facts.register(project_has_subscription, key="hasSubscription")

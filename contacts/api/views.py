@@ -21,8 +21,9 @@ from contacts.imports import JOB_TYPE as IMPORT_JOB_TYPE
 from contacts.imports import contact_import_start
 from contacts.models import Contact, Event
 from contacts.usage import event_usage_summary, field_usage_summary
-from core.errors import Conflict, NotFound, ValidationFailed
+from core.errors import NotFound, ValidationFailed
 from core.ids import uuid_or_none
+from core.usage import refuse_delete_while_used, used_in
 
 CONTACT_SORT = CursorSort({"createdAt": "created_at", "email": "email"}, default="createdAt")
 EVENT_SORT = CursorSort({"createdAt": "created_at"}, default="createdAt")
@@ -157,9 +158,8 @@ class ContactViewSet(ProjectScopedViewSet):
         standard, key = selectors.split_field(field)
         if standard is not None or key is None or not field.startswith("data."):
             raise ValidationFailed.field("field", "Only custom fields (data.<key>) can be deleted", "custom")
-        usage = field_usage_summary(project=self.project, field=field)
-        if not usage.can_delete:
-            raise Conflict(f'Field "{field}" is in use and cannot be deleted', details={"usedIn": usage.used_in})
+        used = used_in("field", project=self.project, of=field)
+        refuse_delete_while_used(used, f'Field "{field}" is in use and cannot be deleted', usedIn=used)
         services.contact_field_delete(project=self.project, key=key)
         return Response(status=204)
 
@@ -327,11 +327,12 @@ class EventViewSet(ProjectScopedViewSet):
         responses={200: s.DeletedCountSerializer, 409: ERROR},
     )
     def delete_by_name(self, request, event_name=None):
-        usage = event_usage_summary(project=self.project, name=event_name)
-        if not usage.can_delete:
-            raise Conflict(
-                f'Event "{event_name}" is in use and cannot be deleted',
-                details={"usedInSegments": usage.used_in_segments, "usedInWorkflows": usage.used_in_workflows},
-            )
+        used = used_in("event", project=self.project, of=event_name)
+        refuse_delete_while_used(
+            used,
+            f'Event "{event_name}" is in use and cannot be deleted',
+            usedInSegments=used["segments"],
+            usedInWorkflows=used["workflows"],
+        )
         deleted = services.events_delete_by_name(project=self.project, name=event_name)
         return Response(s.DeletedCountSerializer({"deleted_count": deleted}).data)

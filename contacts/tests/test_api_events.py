@@ -3,9 +3,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from contacts import usage
 from contacts.models import Event
 from contacts.tests.conftest import error_of
+from core.usage import usage_finders
 
 pytestmark = pytest.mark.django_db
 
@@ -106,9 +106,9 @@ def test_usage_and_delete_by_name(secret_client, timeline):
 
 def test_event_in_use_cannot_be_deleted(secret_client, timeline, monkeypatch):
     monkeypatch.setitem(
-        usage._event_finders,
-        "workflows",
-        [lambda project, name: [{"id": "w1", "name": "Welcome"}] if name == "login" else []],
+        usage_finders.implementations,
+        ("event", "workflows"),
+        lambda project, name: [{"id": "w1", "name": "Welcome"}] if name == "login" else [],
     )
     body = secret_client.get("/events/login/usage").json()
     assert body["usedInWorkflows"] == [{"id": "w1", "name": "Welcome"}] and body["canDelete"] is False

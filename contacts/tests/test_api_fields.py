@@ -1,8 +1,8 @@
 import pytest
 
-from contacts import usage
 from contacts.models import Contact
 from contacts.tests.conftest import error_of
+from core.usage import usage_finders
 
 pytestmark = pytest.mark.django_db
 
@@ -107,9 +107,9 @@ def test_usage_and_delete_of_an_unused_field(secret_client, audience, other_proj
 
 def test_field_in_use_cannot_be_deleted(secret_client, audience, monkeypatch):
     monkeypatch.setitem(
-        usage._field_finders,
-        "segments",
-        [lambda project, field: [{"id": "s1", "name": "Pros"}] if field == "data.plan" else []],
+        usage_finders.implementations,
+        ("field", "segments"),
+        lambda project, field: [{"id": "s1", "name": "Pros"}] if field == "data.plan" else [],
     )
     body = secret_client.get("/contacts/fields/data.plan/usage").json()
     assert body["usedIn"]["segments"] == [{"id": "s1", "name": "Pros"}] and body["canDelete"] is False
@@ -132,7 +132,7 @@ def test_standard_field_usage_cannot_be_deleted(secret_client, audience):
 
 def test_registering_an_unknown_usage_kind_fails():
     with pytest.raises(ValueError):
-        usage.register_field_usage("nope", lambda project, field: [])
+        usage_finders.register(lambda project, field: [], key=("field", "nope"))
 
 
 def test_other_project_cannot_see_or_delete_our_fields(other_client, audience):

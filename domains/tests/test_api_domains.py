@@ -5,8 +5,8 @@ import time
 import pytest
 from django.test import override_settings
 
+from core.usage import usage_finders
 from domains.models import Domain
-from domains.senders import SenderUse, register_sender_finder, unregister_sender_finder
 from domains.services import domain_check
 
 
@@ -278,21 +278,20 @@ def test_delete(secret_client):
 
 
 @pytest.fixture
-def template_sender():
+def template_sender(monkeypatch):
     """A finder as the templates app will register it: one template sending from news.example.com."""
     uses = []
 
-    def finder(*, project, domain_name):
-        return [u for u in uses if u.address.endswith("@" + domain_name) or u.address.endswith("." + domain_name)]
+    def finder(project, domain_name):
+        return [u for u in uses if u["from"].endswith("@" + domain_name) or u["from"].endswith("." + domain_name)]
 
-    register_sender_finder(finder)
-    yield uses
-    unregister_sender_finder(finder)
+    monkeypatch.setitem(usage_finders.implementations, ("domain", "templates"), finder)
+    return uses
 
 
 def test_delete_is_409_while_a_template_sends_from_it(secret_client, template_sender):
     body = add_domain(secret_client)
-    template_sender.append(SenderUse(kind="template", id="t1", name="Welcome", address="hi@news.example.com"))
+    template_sender.append({"type": "template", "id": "t1", "name": "Welcome", "from": "hi@news.example.com"})
     response = secret_client.delete(f"/domains/{body['id']}")
     assert response.status_code == 409
     error = response.json()["error"]
@@ -309,5 +308,5 @@ def test_delete_is_allowed_when_another_verified_domain_covers_the_sender(secret
 
     domain_mark_verified_by_operator(project=project.project, name="news.example.com")
     body = add_domain(secret_client)
-    template_sender.append(SenderUse(kind="template", id="t1", name="Welcome", address="hi@news.example.com"))
+    template_sender.append({"type": "template", "id": "t1", "name": "Welcome", "from": "hi@news.example.com"})
     assert secret_client.delete(f"/domains/{body['id']}").status_code == 204

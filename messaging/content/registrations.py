@@ -1,19 +1,18 @@
-"""What messaging tells other apps about its records: which templates send from a domain (domains refuses to
-delete a domain still in use) and which templates reference a contact field."""
+"""What messaging tells other apps about its records (`core.usage`): which templates send from a domain (domains
+refuses to delete a domain still in use) and which templates reference a contact field."""
 
 from django.db.models import Q
 
 from accounts.models import Project
-from contacts.usage import register_field_usage
-from domains.senders import SenderUse, register_sender_finder
+from core.usage import usage_finders
 from messaging.models import Template
 
 
-def templates_sending_from(*, project: Project, domain_name: str) -> list[SenderUse]:
+def templates_sending_from(project: Project, domain_name: str) -> list[dict]:
     rows = Template.objects.filter(project=project).filter(
         Q(from_email__iendswith="@" + domain_name) | Q(from_email__iendswith="." + domain_name)
     )
-    return [SenderUse(kind="template", id=str(row.id), name=row.name, address=row.from_email) for row in rows]
+    return [{"type": "template", "id": str(row.id), "name": row.name, "from": row.from_email} for row in rows]
 
 
 def templates_using_field(project: Project, field: str) -> list[dict]:
@@ -24,5 +23,5 @@ def templates_using_field(project: Project, field: str) -> list[dict]:
     return [{"id": str(row.id), "name": row.name} for row in rows.only("id", "name")]
 
 
-register_sender_finder(templates_sending_from)
-register_field_usage("templates", templates_using_field)
+usage_finders.register(templates_sending_from, key=("domain", "templates"))
+usage_finders.register(templates_using_field, key=("field", "templates"))

@@ -90,7 +90,7 @@ class WorkflowStepUsageSerializer(OutputSerializer):
 
 
 class TemplateUsageSerializer(OutputSerializer):  # of a messaging.content.usage.TemplateUsage
-    # The items are the usage finders' (messaging.content.usage), in the shapes their hook documents.
+    # The items are the usage finders' (core.usage), in the shapes their hook documents.
     campaigns = CampaignUsageSerializer(many=True)
     workflowSteps = WorkflowStepUsageSerializer(many=True, source="workflow_steps")
     emailsSent = serializers.IntegerField(source="emails_sent")

@@ -1,10 +1,9 @@
 from django.utils import timezone
 
 from accounts.models import Project
-from core.errors import Conflict
+from core.usage import refuse_delete_while_used, used_in
 from domains.services import sender_domain_for
 from messaging.content import rendering
-from messaging.content.usage import template_usage
 from messaging.models import Template
 
 TEMPLATE_FIELDS = ("name", "description", "subject", "body", "from_email", "from_name", "reply_to", "type")
@@ -44,13 +43,11 @@ def template_update(*, template: Template, **values) -> Template:
 
 
 def template_delete(*, template: Template) -> None:
-    usage = template_usage(template)
-    if any(usage.values()):
-        names = [item.get("name") or item.get("workflowName") for items in usage.values() for item in items]
-        raise Conflict(
-            f"Template is used by {', '.join(str(n) for n in names)}; remove it from them first",
-            details={"usedIn": usage},
-        )
+    usage = used_in("template", project=template.project, of=template)
+    names = [item.get("name") or item.get("workflowName") for items in usage.values() for item in items]
+    refuse_delete_while_used(
+        usage, f"Template is used by {', '.join(str(n) for n in names)}; remove it from them first", usedIn=usage
+    )
     template.delete()
 
 

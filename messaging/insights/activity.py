@@ -20,7 +20,6 @@ from messaging.insights.registry import (
     ActivitySource,
     activity_counter,
     activity_sources,
-    register_activity_source,
     upcoming_providers,
 )
 from messaging.models import EmailStatsHour
@@ -116,20 +115,19 @@ def _event_present_types(project: Project) -> list[str]:
     return present
 
 
-register_activity_source(
-    ActivitySource(
-        name="events",
-        types=(*EVENT_NAMES_OF_TYPE, TRIGGERED),
-        queryset=_event_queryset,
-        timestamp_field="created_at",
-        item=_event_item,
-        present_types=_event_present_types,
-    )
+SOURCE = ActivitySource(
+    name="events",
+    types=(*EVENT_NAMES_OF_TYPE, TRIGGERED),
+    queryset=_event_queryset,
+    timestamp_field="created_at",
+    item=_event_item,
+    present_types=_event_present_types,
 )
+activity_sources.register(SOURCE, key=SOURCE.name)
 
 
 def known_activity_types() -> set[str]:
-    return set(ACTIVITY_TYPES).union(*(source.types for source in activity_sources()))
+    return set(ACTIVITY_TYPES).union(*(source.types for source in activity_sources))
 
 
 # Feed ------------------------------------------------------------------------------------------------------------
@@ -161,7 +159,7 @@ def activity_feed(*, project: Project, filters: ActivityFilters, limit: int, cur
     after = _cursor_read(cursor) if cursor else None
     items: list[ActivityItem] = []
     total = 0
-    for source in activity_sources():
+    for source in activity_sources:
         queryset = source.queryset(project, filters)
         if queryset is None:
             continue
@@ -181,18 +179,18 @@ def activity_feed(*, project: Project, filters: ActivityFilters, limit: int, cur
 
 def activity_recent_count(*, project: Project, minutes: int) -> int:
     filters = ActivityFilters(start=timezone.now() - timedelta(minutes=minutes))
-    querysets = (source.queryset(project, filters) for source in activity_sources())
+    querysets = (source.queryset(project, filters) for source in activity_sources)
     return sum(queryset.count() for queryset in querysets if queryset is not None)
 
 
 def activity_types_present(*, project: Project) -> list[str]:
-    present = set().union(*(source.present_types(project) for source in activity_sources()))
+    present = set().union(*(source.present_types(project) for source in activity_sources))
     return [t for t in ACTIVITY_TYPES if t in present] + sorted(present - set(ACTIVITY_TYPES))
 
 
 def activity_upcoming(*, project: Project, limit: int, days_ahead: int) -> list[ActivityItem]:
     until = timezone.now() + timedelta(days=days_ahead)
-    items = [item for provider in upcoming_providers() for item in provider(project=project, until=until, limit=limit)]
+    items = [item for provider in upcoming_providers for item in provider(project=project, until=until, limit=limit)]
     items.sort(key=lambda item: (item.timestamp, item.id))
     return items[:limit]
 

@@ -13,7 +13,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 from accounts.models import Project
 from contacts.models import Event
 from messaging.insights.activity import percent
-from messaging.insights.registry import campaign_directory
+from messaging.insights.registry import campaigns_counts, campaigns_describe
 from messaging.insights.rollup import hour_of
 from messaging.models import Email, EmailStatsHour
 
@@ -152,7 +152,7 @@ class CampaignFigures:
 
 def top_campaigns(*, project: Project, limit: int, days: int) -> list[CampaignFigures]:
     rows = list(_campaign_rows(project, days).order_by("-opened", "-sent", "campaign_id")[:limit])
-    known = campaign_directory().describe(project=project, campaign_ids=[row["campaign_id"] for row in rows])
+    known = campaigns_describe(project=project, campaign_ids=[row["campaign_id"] for row in rows])
     out = []
     for row in rows:
         info = known.get(row["campaign_id"])
@@ -185,7 +185,7 @@ def campaign_stats(*, project: Project, days: int) -> CampaignStats:
     active while some of its emails wait to be sent); the average rates over all its emails' sends."""
     rows = list(_campaign_rows(project, days).order_by())
     sent, opened, clicked = (sum(row[key] for row in rows) for key in ("sent", "opened", "clicked"))
-    counts = campaign_directory().counts(project=project, since=timezone.now() - timedelta(days=days))
+    counts = campaigns_counts(project=project, since=timezone.now() - timedelta(days=days))
     if counts is None:
         active = sum(1 for row in rows if row["pending"])
         counts = {"total": len(rows), "active": active, "completed": len(rows) - active}

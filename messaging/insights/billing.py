@@ -5,7 +5,7 @@ from django.db.models import QuerySet
 
 from accounts.billing.models import UsageWarning
 from accounts.models import Project
-from messaging.insights.registry import ActivityFilters, ActivityItem, ActivitySource, register_activity_source
+from messaging.insights.registry import ActivityFilters, ActivityItem, ActivitySource, activity_sources
 
 WARNING = "billing.warning"
 
@@ -40,13 +40,12 @@ def _present_types(project: Project) -> list[str]:
     return [WARNING] if UsageWarning.objects.filter(project=project).exists() else []
 
 
-register_activity_source(
-    ActivitySource(
-        name="billing",
-        types=(WARNING,),
-        queryset=_queryset,
-        timestamp_field="created_at",
-        item=_item,
-        present_types=_present_types,
-    )
+SOURCE = ActivitySource(
+    name="billing",
+    types=(WARNING,),
+    queryset=_queryset,
+    timestamp_field="created_at",
+    item=_item,
+    present_types=_present_types,
 )
+activity_sources.register(SOURCE, key=SOURCE.name)

@@ -1,14 +1,6 @@
 """What other apps plug into the activity feed and the analytics, so that campaigns and workflows can add their
-records without this package knowing their models.
-
-- Activity sources (`register_activity_source`): each turns one kind of record into activity items of some types
-  (the events table is the first; scheduled and sent campaigns, workflow runs come with their apps).
-- Upcoming providers (`register_upcoming_provider`): things that will happen (scheduled campaigns, waiting workflow
-  executions) as activity items, soonest first.
-- Counters (`register_activity_counter`): figures of `/activity/stats` that another app owns
-  (`totalWorkflowsStarted`).
-- The campaign directory (`register_campaign_directory`): names, subjects and statuses of campaigns, which the
-  analytics otherwise only know as `Email.campaign_id`.
+records without this package knowing their models: activity sources, upcoming providers, counters of
+`/activity/stats`, and the campaign directory (each hook below says what it asks of an implementation).
 """
 
 import uuid
@@ -20,6 +12,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from accounts.models import Project
+from core.hooks import Hook
 
 
 @dataclass(frozen=True)
@@ -73,7 +66,7 @@ class CampaignInfo:
 
 
 class CampaignDirectory:
-    """The campaigns app's answers; until it registers one, campaigns are only ids on email rows."""
+    """What the campaigns app answers about its campaigns; this base knows none (they stay ids on email rows)."""
 
     def describe(self, *, project: Project, campaign_ids: list[uuid.UUID]) -> dict[uuid.UUID, CampaignInfo]:
         return {}
@@ -83,45 +76,46 @@ class CampaignDirectory:
         return None
 
 
-_sources: dict[str, ActivitySource] = {}
-_upcoming: dict[str, Callable[..., list[ActivityItem]]] = {}
-_counters: dict[str, Callable[..., int]] = {}
-_campaigns: list[CampaignDirectory] = [CampaignDirectory()]
+activity_sources: Hook[ActivitySource] = Hook(
+    "messaging.insights.registry.activity_sources",
+    """An `ActivitySource`, registered under its name: one kind of record as activity items of some types (the
+    events table is the first; scheduled and sent campaigns, workflow runs come with their apps).""",
+)
+upcoming_providers: Hook[Callable[..., list[ActivityItem]]] = Hook(
+    "messaging.insights.registry.upcoming_providers",
+    """`provider(project=, until=, limit=)`, registered under a name: at most `limit` things that will happen between
+    now and `until` (scheduled campaigns, waiting workflow executions) as activity items, soonest first.""",
+)
 COUNTERS = ("totalWorkflowsStarted",)
-
-
-def register_activity_source(source: ActivitySource) -> None:
-    _sources[source.name] = source
-
-
-def activity_sources() -> list[ActivitySource]:
-    return list(_sources.values())
-
-
-def register_upcoming_provider(name: str, provider: Callable[..., list[ActivityItem]]) -> None:
-    """`provider(project=, until=, limit=)` returns at most `limit` items due between now and `until`."""
-    _upcoming[name] = provider
-
-
-def upcoming_providers() -> list[Callable[..., list[ActivityItem]]]:
-    return list(_upcoming.values())
-
-
-def register_activity_counter(name: str, counter: Callable[..., int]) -> None:
-    """`counter(project=, since=)` for one of COUNTERS."""
-    if name not in COUNTERS:
-        raise ValueError(f"Unknown activity counter {name!r}; known: {', '.join(COUNTERS)}")
-    _counters[name] = counter
+activity_counters: Hook[Callable[..., int]] = Hook(
+    "messaging.insights.registry.activity_counters",
+    """`counter(project=, since=)`, registered under one of COUNTERS: a figure of `/activity/stats` that another app
+    owns (`totalWorkflowsStarted`); 0 until one is registered.""",
+    keys=COUNTERS,
+)
+campaign_directories: Hook[CampaignDirectory] = Hook(
+    "messaging.insights.registry.campaign_directories",
+    """A `CampaignDirectory`: names, subjects and statuses of campaigns, which the analytics otherwise only know as
+    `Email.campaign_id`.""",
+)
 
 
 def activity_counter(name: str, *, project: Project, since: datetime) -> int:
-    counter = _counters.get(name)
+    counter = activity_counters.implementations.get(name)
     return counter(project=project, since=since) if counter else 0
 
 
-def register_campaign_directory(directory: CampaignDirectory) -> None:
-    _campaigns[0] = directory
+def campaigns_describe(*, project: Project, campaign_ids: list[uuid.UUID]) -> dict[uuid.UUID, CampaignInfo]:
+    known: dict[uuid.UUID, CampaignInfo] = {}
+    for directory in campaign_directories:
+        known.update(directory.describe(project=project, campaign_ids=campaign_ids))
+    return known
 
 
-def campaign_directory() -> CampaignDirectory:
-    return _campaigns[0]
+def campaigns_counts(*, project: Project, since: datetime) -> dict[str, int] | None:
+    """The first directory's counts, or None to derive them from emails."""
+    for directory in campaign_directories:
+        counts = directory.counts(project=project, since=since)
+        if counts is not None:
+            return counts
+    return None

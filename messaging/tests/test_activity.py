@@ -196,13 +196,11 @@ def test_stats_window(secret_client, project, ann):
 
 
 @pytest.fixture
-def registered():
+def registered(monkeypatch):
     """Register test providers and sources, and forget them afterwards."""
-    saved = (dict(registry._sources), dict(registry._upcoming), dict(registry._counters))
-    yield registry
-    for live, old in zip((registry._sources, registry._upcoming, registry._counters), saved, strict=True):
-        live.clear()
-        live.update(old)
+    for hook in (registry.activity_sources, registry.upcoming_providers, registry.activity_counters):
+        monkeypatch.setattr(hook, "implementations", dict(hook.implementations))
+    return registry
 
 
 def test_upcoming_comes_from_the_registered_providers(secret_client, other_client, project, registered):
@@ -224,8 +222,8 @@ def test_upcoming_comes_from_the_registered_providers(secret_client, other_clien
     def workflows(*, project, until, limit):
         return [ActivityItem(id=uuid.uuid4(), type="workflow.started", timestamp=now + timedelta(days=2))]
 
-    registered.register_upcoming_provider("campaigns", campaigns)
-    registered.register_upcoming_provider("workflows", workflows)
+    registered.upcoming_providers.register(campaigns, key="campaigns")
+    registered.upcoming_providers.register(workflows, key="workflows")
     items = secret_client.get("/activity/upcoming?limit=2").json()["activities"]
     assert [item["type"] for item in items] == ["campaign.scheduled", "workflow.started"]
     assert items[0]["metadata"] == {"project": str(project.id)}
@@ -252,7 +250,7 @@ def test_a_registered_source_joins_the_feed(secret_client, project, ann, registe
             return None
         return Email.objects.filter(project=project)
 
-    registered.register_activity_source(
+    registered.activity_sources.register(
         registry.ActivitySource(
             name="campaigns",
             types=("campaign.sent",),
@@ -260,7 +258,8 @@ def test_a_registered_source_joins_the_feed(secret_client, project, ann, registe
             timestamp_field="created_at",
             item=lambda row: ActivityItem(id=row.id, type="campaign.sent", timestamp=row.created_at),
             present_types=lambda project: ["campaign.sent"],
-        )
+        ),
+        key="campaigns",
     )
     first = feed(secret_client, limit=3)
     assert first["total"] == 5
@@ -277,10 +276,10 @@ def test_a_registered_source_joins_the_feed(secret_client, project, ann, registe
 
 
 def test_workflow_counter_feeds_the_stats(secret_client, registered):
-    registered.register_activity_counter("totalWorkflowsStarted", lambda *, project, since: 7)
+    registered.activity_counters.register(lambda *, project, since: 7, key="totalWorkflowsStarted")
     assert secret_client.get("/activity/stats").json()["totalWorkflowsStarted"] == 7
-    with pytest.raises(ValueError, match="Unknown activity counter"):
-        registered.register_activity_counter("totalCats", lambda **_: 0)
+    with pytest.raises(ValueError, match="Unknown key 'totalCats'"):
+        registered.activity_counters.register(lambda **_: 0, key="totalCats")
 
 
 @pytest.mark.parametrize(
@@ -319,7 +318,7 @@ def test_a_page_costs_the_same_few_queries(secret_client, project, ann, django_a
     secret_client.get("/activity")  # warms the key cache
     # Per source (the events, and what other apps register, such as campaigns): the page (contacts joined) and
     # the first page's count.
-    sources = len(registry.activity_sources())
+    sources = len(registry.activity_sources.implementations)
     with django_assert_max_num_queries(2 * sources):
         first = feed(secret_client, limit=100)
     cursor = feed(secret_client, limit=10)["cursor"]

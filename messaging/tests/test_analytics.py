@@ -256,16 +256,15 @@ def campaign_emails(project):
 
 
 @pytest.fixture
-def directory():
-    """The campaign directory in force, put back after the test (the campaigns app registers one)."""
-    saved = registry.campaign_directory()
-    yield registry
-    registry.register_campaign_directory(saved)
+def directory(monkeypatch):
+    """The campaign directories in force, put back after the test (the campaigns app registers one)."""
+    monkeypatch.setattr(registry.campaign_directories, "implementations", {})
+    return registry.campaign_directories
 
 
 def test_top_campaigns_and_stats_from_the_emails(campaign_emails, secret_client, directory):
     """Without a campaigns app's directory, campaigns are only ids on the emails."""
-    directory.register_campaign_directory(CampaignDirectory())
+    directory.register(CampaignDirectory())
     first, second = campaign_emails
     top = secret_client.get("/analytics/top-campaigns").json()
     assert top == [
@@ -310,7 +309,7 @@ def test_campaign_directory_names_campaigns(campaign_emails, secret_client, dire
         def counts(self, *, project, since):
             return {"total": 5, "active": 2, "completed": 3}
 
-    directory.register_campaign_directory(Directory())
+    directory.register(Directory())
     top = secret_client.get("/analytics/top-campaigns").json()
     stats = secret_client.get("/analytics/campaign-stats").json()
     assert (top[0]["name"], top[0]["subject"], top[1]["name"]) == ("Spring sale", "Spring!", None)

@@ -1,7 +1,7 @@
 import pytest
 
 from config.tests.openapi import assert_documented
-from messaging.content.usage import register_template_usage, unregister_template_usage
+from core.usage import usage_finders
 from messaging.models import Template
 
 pytestmark = pytest.mark.django_db
@@ -151,34 +151,30 @@ def test_duplicate_returns_the_new_id(secret_client):
     assert copy["body"] == original["body"] and copy["id"] != original["id"]
 
 
-def test_usage_and_delete_conflict_while_used(secret_client):
+def test_usage_and_delete_conflict_while_used(secret_client, monkeypatch):
     template = create(secret_client)
 
-    def finder(found):
+    def finder(project, found):
         return [{"id": "c1", "name": "Spring sale", "status": "DRAFT"}] if str(found.id) == template["id"] else []
 
-    def step_finder(found):
+    def step_finder(project, found):
         return [{"workflowId": "w1", "workflowName": "Onboarding", "stepId": "s1"}]
 
-    register_template_usage("campaigns", finder)
-    register_template_usage("workflowSteps", step_finder)
-    try:
-        path = f"/templates/{template['id']}/usage"
-        response = secret_client.get(path)
-        assert response.json() == {
-            "campaigns": [{"id": "c1", "name": "Spring sale", "status": "DRAFT"}],
-            "workflowSteps": [{"workflowId": "w1", "workflowName": "Onboarding", "stepId": "s1"}],
-            "emailsSent": 0,
-        }
-        assert_documented(response, method="GET", path=path, template="/templates/{id}/usage")
-        response = secret_client.delete(f"/templates/{template['id']}")
-        assert response.status_code == 409
-        assert_documented(response, method="DELETE", path=f"/templates/{template['id']}", template="/templates/{id}")
-        assert "Spring sale" in response.json()["error"]["message"]
-        assert Template.objects.filter(id=template["id"]).exists()
-    finally:
-        unregister_template_usage("campaigns", finder)
-        unregister_template_usage("workflowSteps", step_finder)
+    monkeypatch.setitem(usage_finders.implementations, ("template", "campaigns"), finder)
+    monkeypatch.setitem(usage_finders.implementations, ("template", "workflowSteps"), step_finder)
+    path = f"/templates/{template['id']}/usage"
+    response = secret_client.get(path)
+    assert response.json() == {
+        "campaigns": [{"id": "c1", "name": "Spring sale", "status": "DRAFT"}],
+        "workflowSteps": [{"workflowId": "w1", "workflowName": "Onboarding", "stepId": "s1"}],
+        "emailsSent": 0,
+    }
+    assert_documented(response, method="GET", path=path, template="/templates/{id}/usage")
+    response = secret_client.delete(f"/templates/{template['id']}")
+    assert response.status_code == 409
+    assert_documented(response, method="DELETE", path=f"/templates/{template['id']}", template="/templates/{id}")
+    assert "Spring sale" in response.json()["error"]["message"]
+    assert Template.objects.filter(id=template["id"]).exists()
 
 
 def test_another_project_cannot_see_or_touch_a_template(secret_client, other_client):

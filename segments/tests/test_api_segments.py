@@ -7,8 +7,8 @@ import pytest
 from django.utils import timezone
 
 from contacts.models import Contact
+from core.usage import usage_finders
 from segments.models import Segment
-from segments.services import _delete_blockers, register_segment_delete_blocker
 
 PRO = {"logic": "AND", "groups": [{"filters": [{"field": "data.plan", "operator": "equals", "value": "pro"}]}]}
 KEYS = [
@@ -135,17 +135,14 @@ def test_delete(secret_client):
     assert not Segment.objects.exists()
 
 
-def test_delete_is_409_when_a_blocker_says_so(secret_client):
+def test_delete_is_409_when_a_blocker_says_so(secret_client, monkeypatch):
     segment = create(secret_client).json()
 
-    def blocker(found):
-        return 'used by campaign "Launch" (DRAFT)' if str(found.id) == segment["id"] else None
+    def blocker(project, found):
+        return [{"id": "c1", "name": "Launch", "status": "DRAFT"}] if str(found.id) == segment["id"] else []
 
-    register_segment_delete_blocker(blocker)
-    try:
-        response = secret_client.delete(f"/segments/{segment['id']}")
-    finally:
-        _delete_blockers.remove(blocker)
+    monkeypatch.setitem(usage_finders.implementations, ("segment", "campaigns"), blocker)
+    response = secret_client.delete(f"/segments/{segment['id']}")
     assert response.status_code == 409
     assert response.json()["error"]["code"] == "CONFLICT"
     assert "Launch" in response.json()["error"]["message"]
