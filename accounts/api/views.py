@@ -13,11 +13,11 @@ from rest_framework.response import Response
 
 from accounts import members, oauth, registry, selectors, services, users
 from accounts.api import serializers as s
+from accounts.http.views import AccountView, MemberProjectView, PublicApiView
 from accounts.models import Membership
-from config.api.schema import ERROR_RESPONSE as ERROR
-from config.api.validation import validate
-from config.api.views import AccountView, MemberProjectView, PublicApiView
 from core.errors import ServiceError
+from core.http.schema import ERROR_RESPONSE as ERROR
+from core.http.validation import validate
 
 Role = Membership.Role
 

@@ -5,10 +5,10 @@ import pytest
 from django.urls import get_resolver
 from rest_framework.test import APIClient
 
+from accounts.http.authentication import SessionAuthentication
 from accounts.members import member_add
 from accounts.models import Membership
 from accounts.services import project_disable, user_get_or_create
-from config.api.authentication import SessionAuthentication
 from conftest import PASSWORD, session_client
 from contacts.models import Contact
 

@@ -95,7 +95,7 @@ def test_malformed_resource_id_is_a_404(secret_client):
 
 
 def test_scoped_viewsets_cannot_override_the_project_filter():
-    from config.api.views import ProjectScopedViewSet
+    from accounts.http.views import ProjectScopedViewSet
 
     with pytest.raises(TypeError, match="get_queryset"):
 

@@ -1,5 +1,5 @@
 """`POST /v1/track` as gunicorn serves it: a successful request is answered in front of Django
-(`config.api.fastroute`, from `TrackView`) exactly as the view would answer it, and every other request reaches the
+(`accounts.http.fastroute`, from `TrackView`) exactly as the view would answer it, and every other request reaches the
 view. Each test runs both ways (`track_client`); the first compares the two answers themselves."""
 
 import pytest

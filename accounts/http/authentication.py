@@ -14,12 +14,12 @@ from django.utils.crypto import constant_time_compare
 from rest_framework.authentication import BaseAuthentication, CSRFCheck
 
 from accounts import sessioncache
+from accounts.http.ratelimit import COUNTED_ENVIRON_KEY
 from accounts.keys import KeyKind
 from accounts.models import Membership, Project, User
 from accounts.selectors import api_key_lookup, session_membership
-from config.api.middleware import set_project_id
-from config.api.ratelimit import COUNTED_ENVIRON_KEY
 from core.errors import AuthError, BadRequest, ErrorCode, ServiceError
+from core.http.middleware import set_project_id
 from core.ratelimit import Window
 
 _KEY_NAMES = {KeyKind.PUBLIC: "a public key (pk_)", KeyKind.SECRET: "a secret key (sk_)"}
@@ -173,7 +173,7 @@ class SessionAuthentication(BaseAuthentication):
 
 class UserSessionAuthentication(BaseAuthentication):
     """The session cookie alone, on account endpoints (`/users/@me...`, `/projects/:id/members...`):
-    `request.user` is the user; which project, if any, comes from the path (`config.api.views.MemberProjectView`)."""
+    `request.user` is the user; which project, if any, comes from the path (`accounts.http.views.MemberProjectView`)."""
 
     def authenticate(self, request):
         user = session_user(request)
@@ -222,4 +222,4 @@ class PublicKeyAuthentication(ApiKeyAuthentication):
 
 
 # Registers the OpenAPI descriptions of the two key schemes (drf-spectacular finds extensions by import).
-import config.api.schema  # noqa: E402, F401
+import accounts.http.schema  # noqa: E402, F401
