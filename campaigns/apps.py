@@ -13,7 +13,7 @@ class CampaignsConfig(AppConfig):
 
         register_segment_delete_blocker(campaigns_using_segment)
 
-        from accounts.registry import register_project_reset, register_setup_fact
+        from accounts.tenancy.registry import register_project_reset, register_setup_fact
         from campaigns.selectors import last_campaign_sent_at
         from campaigns.services import project_campaigns_delete
 
@@ -21,7 +21,7 @@ class CampaignsConfig(AppConfig):
         register_project_reset("campaigns", project_campaigns_delete, order=10)
         register_field_usage("campaigns", campaigns_using_field)
 
-        from accounts.jobs import register_job_task
+        from accounts.jobs.services import register_job_task
         from campaigns import sending, tasks
 
         # The jobs sweeper publishes a fan-out again when its worker or its message was lost.

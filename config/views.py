@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from accounts.billing.provider import provider_enabled
 from accounts.http.views import PublicApiView
-from accounts.oauth import oauth_providers
+from accounts.identity.oauth import oauth_providers
 from config import probes
 
 logger = logging.getLogger(__name__)

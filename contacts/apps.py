@@ -6,14 +6,14 @@ class ContactsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from accounts.jobs import register_job_task
+        from accounts.jobs.services import register_job_task
 
         # The jobs sweeper publishes these again when a job's worker or message was lost.
-        from accounts.registry import register_project_reset, register_setup_fact
+        from accounts.tenancy.registry import register_project_reset, register_setup_fact
         from contacts import bulk, imports, tasks
         from contacts.services import project_contact_count, project_contacts_delete
 
-        # A project's setup state and reset (accounts.registry); contacts go last, after the rows that use them.
+        # A project's setup state and reset (accounts.tenancy.registry); contacts go last, after the rows that use them.
         register_setup_fact("contactCount", project_contact_count)
         register_project_reset("contacts", project_contacts_delete, order=30)
         register_job_task(imports.JOB_TYPE, lambda job_id: tasks.contact_import_task.delay(job_id))

@@ -29,7 +29,7 @@ class DomainsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from accounts.registry import register_default_sender_domains, register_setup_fact
+        from accounts.tenancy.registry import register_default_sender_domains, register_setup_fact
         from domains.models import Domain
         from domains.selectors import default_sender_domains, project_has_verified_domain
 

@@ -6,7 +6,7 @@ class MessagingConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from accounts.registry import register_project_reset, register_setup_fact
+        from accounts.tenancy.registry import register_project_reset, register_setup_fact
         from contacts.signals import events_recorded
         from messaging.content.selectors import project_has_template
         from messaging.content.services import project_messages_delete

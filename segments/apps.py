@@ -7,7 +7,7 @@ class SegmentsConfig(AppConfig):
 
     def ready(self):
         # The contacts fields/events endpoints report (and refuse to delete) what a segment condition uses.
-        from accounts.registry import register_project_reset
+        from accounts.tenancy.registry import register_project_reset
         from contacts.usage import register_event_usage, register_field_usage
         from segments.services import project_segments_delete
 

@@ -16,7 +16,7 @@ class WorkflowsConfig(AppConfig):
 
         register_template_usage("workflowSteps", steps_using_template)
 
-        from accounts.registry import register_project_reset, register_setup_fact
+        from accounts.tenancy.registry import register_project_reset, register_setup_fact
         from workflows.selectors import project_has_enabled_workflow
         from workflows.services import project_workflows_delete
 

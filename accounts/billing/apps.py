@@ -9,6 +9,6 @@ class BillingConfig(AppConfig):
 
     def ready(self) -> None:
         from accounts.billing.services import project_has_subscription
-        from accounts.registry import register_setup_fact
+        from accounts.tenancy.registry import register_setup_fact
 
         register_setup_fact("hasSubscription", project_has_subscription)

@@ -13,11 +13,11 @@ from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY
 from django.utils.crypto import constant_time_compare
 from rest_framework.authentication import BaseAuthentication, CSRFCheck
 
-from accounts import sessioncache
 from accounts.http.ratelimit import COUNTED_ENVIRON_KEY
-from accounts.keys import KeyKind
 from accounts.models import Membership, Project, User
-from accounts.selectors import api_key_lookup, session_membership
+from accounts.tenancy import sessioncache
+from accounts.tenancy.keys import KeyKind
+from accounts.tenancy.selectors import api_key_lookup, session_membership
 from core.errors import AuthError, BadRequest, ErrorCode, ServiceError
 from core.http.middleware import set_project_id
 from core.ratelimit import Window
@@ -116,7 +116,7 @@ class SessionAuthentication(BaseAuthentication):
     """The dashboard's session cookie on a project endpoint, with the project in `X-Project-Id`: 400 without it,
     403 PROJECT_ACCESS_DENIED when the user is not a member (or there is no such project).
 
-    With Redis, the session's access to the project is found in the shared session cache (`accounts.sessioncache`)
+    With Redis, the session's access to the project is found in the shared session cache (`accounts.tenancy.sessioncache`)
     and the request counted in the rate limit in the same round trip, as a key request finds its project: the
     session itself is not read. Otherwise (and to fill the cache) the user and the membership come from one query
     (`session_membership`), not from Django's lazy `request.user` and a second query. Django's path still answers
@@ -155,7 +155,7 @@ class SessionAuthentication(BaseAuthentication):
 
     @staticmethod
     def _cached(request, session, project_id: str):
-        """The shared cache's answer (accounts.sessioncache): the session is not read, and the request is counted in
+        """The shared cache's answer (accounts.tenancy.sessioncache): the session is not read, and the request is counted in
         the rate limit in the same round trip, as a key request is."""
         window = Window.now() if settings.API_RATE_LIMIT_PER_MINUTE > 0 else None
         membership = sessioncache.cached_membership(session.session_key, project_id, window)

@@ -47,8 +47,8 @@ from accounts.http.authentication import ApiKeyAuthentication, bearer_token
 from accounts.http.permissions import HasProject
 from accounts.http.ratelimit import COUNTED_ENVIRON_KEY
 from accounts.http.views import HandlerView
-from accounts.keys import PREFIXES, KeyKind
-from accounts.selectors import api_key_lookup
+from accounts.tenancy.keys import PREFIXES, KeyKind
+from accounts.tenancy.selectors import api_key_lookup
 from core.errors import ServiceError
 from core.http.exceptions import unexpected_error_envelope
 from core.http.front import middleware_headers

@@ -17,11 +17,11 @@ from accounts.http.authentication import (
     UserSessionAuthentication,
     project_access_denied,
 )
+from accounts.http.idempotency import idempotency_claim, idempotency_finish, idempotency_record_get
 from accounts.http.ratelimit import COUNTED_ENVIRON_KEY
-from accounts.keys import KeyKind
-from accounts.members import role_require
-from accounts.selectors import idempotency_record_get, membership_get
-from accounts.services import idempotency_claim, idempotency_finish
+from accounts.tenancy.keys import KeyKind
+from accounts.tenancy.members import role_require
+from accounts.tenancy.selectors import membership_get
 from core.errors import AuthError, BadRequest, ErrorCode, NotFound, RateLimited, ServiceError
 from core.http.validation import validate
 from core.ids import uuid_or_none

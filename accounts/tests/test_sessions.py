@@ -6,9 +6,10 @@ from django.urls import get_resolver
 from rest_framework.test import APIClient
 
 from accounts.http.authentication import SessionAuthentication
-from accounts.members import member_add
+from accounts.identity.users import user_get_or_create
 from accounts.models import Membership
-from accounts.services import project_disable, user_get_or_create
+from accounts.tenancy.members import member_add
+from accounts.tenancy.services import project_disable
 from conftest import PASSWORD, session_client
 from contacts.models import Contact
 

@@ -187,7 +187,7 @@ DNS_TIMEOUT_SECONDS = env.float("DNS_TIMEOUT_SECONDS", default=3.0)
 API_KEY_CACHE_SECONDS = env.int(
     "API_KEY_CACHE_SECONDS", default=300 if CACHES["default"]["BACKEND"].endswith("RedisCache") else 0
 )
-# The same for a dashboard session's access to a project (accounts.sessioncache): Redis only, for the same reason.
+# The same for a dashboard session's access to a project (accounts.tenancy.sessioncache): Redis only, for the same reason.
 SESSION_ACCESS_CACHE_SECONDS = env.int(
     "SESSION_ACCESS_CACHE_SECONDS", default=300 if CACHES["default"]["BACKEND"].endswith("RedisCache") else 0
 )
@@ -353,7 +353,10 @@ METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
 
 # Admin logins: a user name is locked out from an address after this many failures, for this many minutes
 # (django-axes; the API's keys are not passwords and are rate-limited per project instead).
-AUTHENTICATION_BACKENDS = ["accounts.backends.LoginThrottleBackend", "django.contrib.auth.backends.ModelBackend"]
+AUTHENTICATION_BACKENDS = [
+    "accounts.identity.backends.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 AXES_FAILURE_LIMIT = env.int("ADMIN_LOGIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = env.int("ADMIN_LOGIN_LOCKOUT_MINUTES", default=15) / 60
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]

@@ -13,7 +13,7 @@ from rest_framework.routers import SimpleRouter
 
 from accounts.http.authentication import PublicKeyAuthentication
 from accounts.http.views import ApiView, HandlerView, ProjectScopedViewSet
-from accounts.jobs import job_create
+from accounts.jobs.services import job_create
 from accounts.models import Job
 from core.errors import BadRequest
 from core.http.fields import IsoDateTimeField

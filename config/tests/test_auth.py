@@ -1,7 +1,7 @@
 import pytest
 
 from accounts.models import Job
-from accounts.services import project_disable, project_regenerate_keys
+from accounts.tenancy.services import project_disable, project_regenerate_keys
 from conftest import client_with
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("config.tests.probe_urls")]

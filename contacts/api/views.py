@@ -7,7 +7,7 @@ from rest_framework.response import Response
 
 from accounts.http.authentication import PublicKeyAuthentication
 from accounts.http.views import HandlerView, ProjectScopedViewSet
-from accounts.jobs import job_get
+from accounts.jobs.services import job_get
 from contacts import selectors, services, upsert
 from contacts.api import serializers as s
 from contacts.bulk import JOB_TYPES, contacts_bulk_start

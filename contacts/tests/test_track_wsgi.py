@@ -4,7 +4,7 @@ view. Each test runs both ways (`track_client`); the first compares the two answ
 
 import pytest
 
-from accounts.services import project_disable, project_regenerate_keys
+from accounts.tenancy.services import project_disable, project_regenerate_keys
 from config.tests.wsgi import assert_answered_alike
 from contacts.models import Contact, Event
 from core.time import iso

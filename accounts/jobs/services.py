@@ -22,7 +22,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.models import Job, Project
-from accounts.selectors import project_ids_in_scope
+from accounts.tenancy.selectors import project_ids_in_scope
 from core.batches import purge_by_project
 from core.errors import NotFound
 from core.ids import uuid_or_none
