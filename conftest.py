@@ -17,9 +17,10 @@ from django.core.cache import caches
 from django.db import connection, connections, transaction
 from rest_framework.test import APIClient
 
-from accounts.keys import KeyPair
+from accounts.identity.users import user_get_or_create
 from accounts.models import Project
-from accounts.services import project_create, user_get_or_create
+from accounts.tenancy.keys import KeyPair
+from accounts.tenancy.services import project_create
 
 # The real-browser fixtures (`browser`, `any_browser`), for the tests marked `browser` in any app.
 pytest_plugins = ["config.tests.browser"]

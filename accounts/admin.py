@@ -2,9 +2,9 @@ from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.db.models import Count
 
-from accounts.mail import AccountEmail, account_email_queue
+from accounts.identity.mail import AccountEmail, account_email_queue
 from accounts.models import IdempotencyRecord, Invitation, Job, Membership, Project, User
-from accounts.services import project_auth_changed, project_disable, project_enable, project_regenerate_keys
+from accounts.tenancy.services import project_auth_changed, project_disable, project_enable, project_regenerate_keys
 from core.counts import EstimatedCountPaginator
 
 

@@ -4,20 +4,20 @@ from django.db.models.signals import post_delete, post_save
 
 
 def _forget_user_sessions(*, instance, **kwargs) -> None:
-    from accounts.sessioncache import forget_user
+    from accounts.tenancy.sessioncache import forget_user
 
     forget_user(instance.pk)
 
 
 def _forget_logged_out(*, user, **kwargs) -> None:
     if user is not None:
-        from accounts.sessioncache import forget_user
+        from accounts.tenancy.sessioncache import forget_user
 
         forget_user(user.pk)
 
 
 def _forget_project_sessions(*, instance, **kwargs) -> None:
-    from accounts.sessioncache import forget_project
+    from accounts.tenancy.sessioncache import forget_project
 
     forget_project(instance.project_id)
 
@@ -28,12 +28,12 @@ class AccountsConfig(AppConfig):
 
     def ready(self):
         import core.checks  # noqa: F401 - registers the service's system checks
-        from accounts import services, tasks
-        from accounts.jobs import job_tasks
+        from accounts.jobs.services import job_tasks
+        from accounts.tenancy import services, tasks
 
         job_tasks.register(lambda job_id: tasks.project_reset_task.delay(job_id), key=services.PROJECT_RESET_JOB)
 
-        # The sessions' cached access to projects (accounts.sessioncache) is forgotten on every change to a user or a
+        # The sessions' cached access to projects (accounts.tenancy.sessioncache) is forgotten on every change to a user or a
         # membership, whoever makes it: the services, the admin (its inlines too), deletes that cascade, logins.
         from accounts.models import Membership, User
 

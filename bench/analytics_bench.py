@@ -140,7 +140,7 @@ def main() -> None:
 
     if project is None:
         # The secret key is shown once: a reused database gets a fresh pair through the same command's service.
-        from accounts.services import project_regenerate_keys
+        from accounts.tenancy.services import project_regenerate_keys
 
         bench_project = Project.objects.get(name="Bench")
         keys = project_regenerate_keys(project=bench_project)
@@ -178,7 +178,8 @@ def main() -> None:
 
     # Incremental: the receiver as the delivery worker and the pixel call it (events need not be saved for it), on a
     # project of its own so that the measured series stays what the rows say.
-    from accounts.services import project_create, user_get_or_create
+    from accounts.identity.users import user_get_or_create
+    from accounts.tenancy.services import project_create
 
     owner, _ = user_get_or_create(email="bench@bench.test", password=None)
     scratch, _ = project_create(name=f"Increments {uuid.uuid4().hex[:6]}", owner=owner)

@@ -1,7 +1,7 @@
 """`POST /v1/track` and `POST /v1/send` through the WSGI application gunicorn serves, called in this process: the
 CPU of one successful request without a server, wrk or the network in the way (PostgreSQL and Redis still are).
 
-Both calls are answered by the fast route (config.api.fastroute); `--django` sends the same requests through
+Both calls are answered by the fast route (accounts.http.fastroute); `--django` sends the same requests through
 Django's view instead (an `Idempotency-Key` header, new per request, hands them over), for comparison.
 
     python bench/fastroute_inprocess.py [--calls 3000] [--rounds 3] [--database herald_bench_fast] [--django]

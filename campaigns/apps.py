@@ -12,7 +12,7 @@ class CampaignsConfig(AppConfig):
 
         usage_finders.register(campaigns_using_segment, key=("segment", "campaigns"))
 
-        from accounts.registry import ResetStep, project_resets, setup_facts
+        from accounts.tenancy.registry import ResetStep, project_resets, setup_facts
         from campaigns.selectors import last_campaign_sent_at
         from campaigns.services import project_campaigns_delete
 
@@ -20,7 +20,7 @@ class CampaignsConfig(AppConfig):
         project_resets.register(ResetStep(name="campaigns", order=10, delete=project_campaigns_delete))
         usage_finders.register(campaigns_using_field, key=("field", "campaigns"))
 
-        from accounts.jobs import job_tasks
+        from accounts.jobs.services import job_tasks
         from campaigns import sending, tasks
 
         # The jobs sweeper publishes a fan-out again when its worker or its message was lost.

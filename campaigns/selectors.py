@@ -98,7 +98,7 @@ def campaigns_using_field(project: Project, field: str) -> list[dict]:
 
 
 def last_campaign_sent_at(project) -> str | None:
-    """The setup state's `lastCampaignSentAt` (accounts.registry)."""
+    """The setup state's `lastCampaignSentAt` (accounts.tenancy.registry)."""
     sent_at = (
         Campaign.objects.filter(project=project, sent_at__isnull=False)
         .order_by("-sent_at")

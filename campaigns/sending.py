@@ -26,9 +26,9 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
-from accounts.jobs import Report, job_create, job_run
+from accounts.jobs.services import Report, job_create, job_run
 from accounts.models import Job
-from accounts.selectors import project_has_member_email
+from accounts.tenancy.selectors import project_has_member_email
 from campaigns.models import Campaign, CampaignStatus
 from campaigns.selectors import campaign_audience
 from campaigns.services import require_editable

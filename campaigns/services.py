@@ -105,6 +105,6 @@ def campaign_duplicate(*, campaign: Campaign) -> Campaign:
 
 
 def project_campaigns_delete(project: Project) -> int:
-    """A project reset's step (accounts.registry)."""
+    """A project reset's step (accounts.tenancy.registry)."""
     deleted, _ = Campaign.objects.filter(project=project).delete()
     return deleted

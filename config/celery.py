@@ -38,7 +38,7 @@ def _forget_process_metrics(pid=None, **kwargs):
 @signals.before_task_publish.connect
 def _carry_request_id(headers=None, **kwargs):
     # A task queued while serving a request logs under that request's id (and its project's).
-    from config.api.middleware import current_project_id, current_request_id
+    from core.http.middleware import current_project_id, current_request_id
 
     request_id = current_request_id()
     if headers is not None and request_id != "-":
@@ -48,7 +48,7 @@ def _carry_request_id(headers=None, **kwargs):
 
 @signals.task_prerun.connect
 def _restore_request_id(task=None, **kwargs):
-    from config.api.middleware import current_project_id, current_request_id, set_request_id
+    from core.http.middleware import current_project_id, current_request_id, set_request_id
 
     request = task.request
     if request.is_eager and current_request_id() != "-":
@@ -62,7 +62,7 @@ def _restore_request_id(task=None, **kwargs):
 
 @signals.task_postrun.connect
 def _forget_request_id(task=None, **kwargs):
-    from config.api.middleware import reset_request_id
+    from core.http.middleware import reset_request_id
 
     previous = getattr(task.request, "herald_previous_request_id", None)
     if previous is not None:

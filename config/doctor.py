@@ -19,7 +19,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from accounts.jobs import jobs_stalled
+from accounts.jobs.services import jobs_stalled
 from accounts.models import Job
 from campaigns.models import Campaign, CampaignStatus
 from config import probes

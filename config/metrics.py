@@ -17,12 +17,12 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from config.api.authentication import bearer_token
-from config.api.exceptions import error_json_response, route_not_found_response
+from accounts.http.authentication import bearer_token
 from config.dashboard import RECENT, emails_by_status_since, projects_disabled_by_reputation
 from config.doctor import overdue_work, queue_depths
 from core.counts import capped_count
 from core.errors import ErrorCode
+from core.http.exceptions import error_json_response, route_not_found_response
 from core.metrics import REQUEST_DURATION, multiprocess_mode
 from messaging.models import Email
 

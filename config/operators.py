@@ -5,7 +5,7 @@ import ipaddress
 from django.conf import settings
 from django.http.request import split_domain_port
 
-from config.api.exceptions import route_not_found_response
+from core.http.exceptions import route_not_found_response
 from core.ratelimit import client_address
 
 

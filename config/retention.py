@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from accounts.jobs import jobs_purge_finished
-from accounts.services import idempotency_purge_expired
+from accounts.http.idempotency import idempotency_purge_expired
+from accounts.jobs.services import jobs_purge_finished
 from contacts.services import events_purge_old, import_uploads_purge_finished
 from messaging.feedback.services import receipts_purge
 from messaging.insights.retention import email_bodies_clear, emails_purge_old

@@ -4,11 +4,11 @@ from django.urls import include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from config.api.exceptions import error_json_response, route_not_found_response, unexpected_error_envelope
 from config.dashboard import dashboard_view
 from config.metrics import metrics_view
 from config.views import ConfigView, HealthView
 from core.errors import ErrorCode
+from core.http.exceptions import error_json_response, route_not_found_response, unexpected_error_envelope
 
 admin.site.site_header = "Herald administration"
 admin.site.site_title = "Herald admin"

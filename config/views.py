@@ -8,9 +8,9 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from accounts.billing.provider import provider_enabled
-from accounts.oauth import oauth_providers
+from accounts.http.views import PublicApiView
+from accounts.identity.oauth import oauth_providers
 from config import probes
-from config.api.views import PublicApiView
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ django_application = get_wsgi_application()
 
 # The busiest requests are answered in front of Django when they succeed (each module says why); everything else,
 # and every request they decline, goes to Django. Imported after the apps are loaded.
-from config.api.fastroute import FastRoute, with_fast_routes  # noqa: E402
+from accounts.http.fastroute import FastRoute, with_fast_routes  # noqa: E402
 from messaging.engagement.wsgi import with_tracking_routes  # noqa: E402
 
 # Each route is its view's (contacts TrackView, messaging SendView), taken from the URL map.

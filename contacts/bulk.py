@@ -6,7 +6,7 @@ touched. Subscription changes go through `contacts_subscription_bulk_set`, so ea
 
 from django.db import transaction
 
-from accounts.jobs import job_create, job_run
+from accounts.jobs.services import job_create, job_run
 from accounts.models import Job, Project
 from contacts.models import Contact
 from contacts.services import contacts_delete_bulk, contacts_subscription_bulk_set

@@ -22,7 +22,7 @@ from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from accounts.jobs import job_create, job_run
+from accounts.jobs.services import job_create, job_run
 from accounts.models import Job, Project
 from contacts.data_rules import MAX_DATA_BYTES, data_rules, data_size
 from contacts.models import Contact, ImportUpload

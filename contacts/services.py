@@ -20,7 +20,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.models import Job, Project
-from accounts.selectors import project_ids_in_scope
+from accounts.tenancy.selectors import project_ids_in_scope
 from contacts.data_rules import data_rules
 from contacts.models import Contact, Event, ImportUpload
 from contacts.signals import contacts_changed, event_recorded, events_recorded
@@ -322,7 +322,7 @@ def import_uploads_purge_finished(
 
 
 def project_contacts_delete(project: Project) -> int:
-    """A project reset's step (accounts.registry): every contact of the project, and with them their events."""
+    """A project reset's step (accounts.tenancy.registry): every contact of the project, and with them their events."""
     Event.objects.filter(project=project).delete()
     deleted, _ = Contact.objects.filter(project=project).delete()
     return deleted

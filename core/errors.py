@@ -2,7 +2,7 @@
 
 An error carries a code from one enum, the HTTP status a caller should see, and optional field errors (dotted
 paths such as `to.2.email`), details and a suggestion. This package imports no app and no HTTP code: the API's
-exception handler (`config.api.exceptions`) renders these as the error envelope.
+exception handler (`core.http.exceptions`) renders these as the error envelope.
 """
 
 from enum import StrEnum

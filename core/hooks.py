@@ -4,7 +4,7 @@ The module that calls an extension point declares it as a `Hook`, typed by what 
 signature, or an object's class), named by its dotted path, and documented with what an implementation must do:
 
     setup_facts: Hook[Callable[[Project], Any]] = Hook(
-        "accounts.registry.setup_facts", "fact(project) -> one figure of the setup state", keys=SETUP_FACTS
+        "accounts.tenancy.registry.setup_facts", "fact(project) -> one figure of the setup state", keys=SETUP_FACTS
     )
 
 The apps above register in their `AppConfig.ready` (or in a module it imports), each implementation under a key

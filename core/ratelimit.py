@@ -121,7 +121,7 @@ def project_scope(project_id, kind: str) -> str:
 @dataclass
 class Window:
     """The current 60-second window, and one request's count in it once taken (by `rate_limit_hit`, or together
-    with the key lookup by `accounts.keycache.cached_project`, which learns the project's scope only then)."""
+    with the key lookup by `accounts.tenancy.keycache.cached_project`, which learns the project's scope only then)."""
 
     number: int
     reset: int

@@ -29,7 +29,7 @@ class DomainsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from accounts.registry import default_sender_domain_finders, setup_facts
+        from accounts.tenancy.registry import default_sender_domain_finders, setup_facts
         from domains.models import Domain
         from domains.selectors import default_sender_domains, project_has_verified_domain
 

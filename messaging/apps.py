@@ -6,7 +6,7 @@ class MessagingConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from accounts.registry import ResetStep, project_resets, setup_facts
+        from accounts.tenancy.registry import ResetStep, project_resets, setup_facts
         from contacts.signals import events_recorded
         from messaging.content.selectors import project_has_template
         from messaging.content.services import project_messages_delete

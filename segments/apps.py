@@ -6,7 +6,7 @@ class SegmentsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from accounts.registry import ResetStep, project_resets
+        from accounts.tenancy.registry import ResetStep, project_resets
         from segments.services import project_segments_delete
 
         project_resets.register(ResetStep(name="segments", order=20, delete=project_segments_delete))

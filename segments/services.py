@@ -328,6 +328,6 @@ def segment_contact_reevaluate(*, contact_id) -> int:
 
 
 def project_segments_delete(project: Project) -> int:
-    """A project reset's step (accounts.registry)."""
+    """A project reset's step (accounts.tenancy.registry)."""
     deleted, _ = Segment.objects.filter(project=project).delete()
     return deleted

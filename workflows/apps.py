@@ -15,7 +15,7 @@ class WorkflowsConfig(AppConfig):
 
         usage_finders.register(steps_using_template, key=("template", "workflowSteps"))
 
-        from accounts.registry import ResetStep, project_resets, setup_facts
+        from accounts.tenancy.registry import ResetStep, project_resets, setup_facts
         from workflows.selectors import project_has_enabled_workflow
         from workflows.services import project_workflows_delete
 

@@ -416,6 +416,6 @@ def _cancel(executions, now) -> int:
 
 
 def project_workflows_delete(project: Project) -> int:
-    """A project reset's step (accounts.registry): executions go with their workflows."""
+    """A project reset's step (accounts.tenancy.registry): executions go with their workflows."""
     deleted, _ = Workflow.objects.filter(project=project).delete()
     return deleted

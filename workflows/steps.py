@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
-from accounts.services import project_webhook_secret
+from accounts.tenancy.services import project_webhook_secret
 from contacts.models import Contact
 from contacts.services import contact_subscription_set, contact_update
 from core.errors import ServiceError

@@ -1,8 +1,8 @@
 from rest_framework import serializers
 
 from accounts.models import Membership, Project
-from config.api.fields import IsoDateTimeField
-from config.api.serializers import OutputSerializer
+from core.http.fields import IsoDateTimeField
+from core.http.serializers import OutputSerializer
 
 
 class CredentialsInputSerializer(serializers.Serializer):

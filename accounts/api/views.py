@@ -11,13 +11,14 @@ from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from accounts import members, oauth, registry, selectors, services, users
 from accounts.api import serializers as s
+from accounts.http.views import AccountView, MemberProjectView, PublicApiView
+from accounts.identity import invitations, oauth, users
 from accounts.models import Membership
-from config.api.schema import ERROR_RESPONSE as ERROR
-from config.api.validation import validate
-from config.api.views import AccountView, MemberProjectView, PublicApiView
+from accounts.tenancy import members, registry, selectors, services
 from core.errors import ServiceError
+from core.http.schema import ERROR_RESPONSE as ERROR
+from core.http.validation import validate
 
 Role = Membership.Role
 
@@ -157,7 +158,7 @@ class AcceptInvitationView(AccountView):
     )
     def post(self, request):
         values = validate(s.TokenInputSerializer, request.data)
-        project = members.invitation_accept(user=request.user, token=values["token"])
+        project = invitations.invitation_accept(user=request.user, token=values["token"])
         membership = selectors.membership_get(user=request.user, project_id=project.id)
         return Response({"success": True, "data": s.ProjectOutputSerializer(selectors.project_row(membership)).data})
 

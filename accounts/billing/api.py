@@ -13,9 +13,9 @@ from accounts.billing.provider import (
     billing_webhook_receive,
 )
 from accounts.billing.services import billing_consumption, billing_limits, billing_limits_update
+from accounts.http.views import MemberProjectView, PublicApiView
 from accounts.models import Membership
-from config.api.schema import ERROR_RESPONSE
-from config.api.views import MemberProjectView, PublicApiView
+from core.http.schema import ERROR_RESPONSE
 
 Role = Membership.Role
 

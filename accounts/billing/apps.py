@@ -9,6 +9,6 @@ class BillingConfig(AppConfig):
 
     def ready(self) -> None:
         from accounts.billing.services import project_has_subscription
-        from accounts.registry import setup_facts
+        from accounts.tenancy.registry import setup_facts
 
         setup_facts.register(project_has_subscription, key="hasSubscription")

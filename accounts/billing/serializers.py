@@ -4,8 +4,8 @@ with them take them from here."""
 
 from rest_framework import serializers
 
-from config.api.fields import IsoDateTimeField
-from config.api.serializers import OutputSerializer
+from core.http.fields import IsoDateTimeField
+from core.http.serializers import OutputSerializer
 
 
 class CategoryUsageSerializer(OutputSerializer):

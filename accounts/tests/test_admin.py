@@ -1,8 +1,8 @@
 import pytest
 from django.contrib.messages import get_messages
 
-from accounts.keys import hash_key
 from accounts.models import Project
+from accounts.tenancy.keys import hash_key
 from conftest import client_with
 
 pytestmark = pytest.mark.django_db
@@ -50,8 +50,8 @@ def test_disable_enable_and_regenerate_actions(admin_client, project, secret_cli
 def test_admin_actions_mail_reset_and_invitation_links(
     admin_client, project, smtp_sink, django_capture_on_commit_callbacks
 ):
-    from accounts.members import member_add
     from accounts.models import Invitation, Membership, User
+    from accounts.tenancy.members import member_add
 
     owner = Membership.objects.get(project=project.project)
     with django_capture_on_commit_callbacks(execute=True):

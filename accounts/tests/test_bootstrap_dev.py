@@ -3,8 +3,8 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from accounts.keys import hash_key
 from accounts.models import Project
+from accounts.tenancy.keys import hash_key
 from domains.models import Domain
 
 pytestmark = pytest.mark.django_db

@@ -4,9 +4,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from accounts import keycache
-from accounts.keys import hash_key
-from accounts.services import project_disable, project_enable, project_regenerate_keys
+from accounts.tenancy import keycache
+from accounts.tenancy.keys import hash_key
+from accounts.tenancy.services import project_disable, project_enable, project_regenerate_keys
 from conftest import client_with
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("config.tests.probe_urls")]
@@ -58,7 +58,7 @@ def test_fields_outside_the_cache_are_read_fresh_not_defaulted(project):
     from django.utils import timezone
 
     from accounts.models import Project
-    from accounts.selectors import api_key_lookup
+    from accounts.tenancy.selectors import api_key_lookup
 
     api_key_lookup(token=project.keys.secret_key)  # fills the cache
     moment = timezone.now().replace(microsecond=0)
@@ -69,8 +69,8 @@ def test_fields_outside_the_cache_are_read_fresh_not_defaulted(project):
 
 def test_a_tracking_mode_change_reaches_the_next_request(project):
     from accounts.models import Project
-    from accounts.selectors import api_key_lookup
-    from accounts.services import project_auth_changed
+    from accounts.tenancy.selectors import api_key_lookup
+    from accounts.tenancy.services import project_auth_changed
 
     api_key_lookup(token=project.keys.secret_key)  # fills the cache
     project.project.tracking_mode = Project.TrackingMode.DISABLED

@@ -4,9 +4,9 @@ import re
 import pytest
 from django.core.management import CommandError, call_command
 
-from accounts.keys import hash_key
 from accounts.models import Membership, Project, User
-from accounts.services import project_regenerate_keys
+from accounts.tenancy.keys import hash_key
+from accounts.tenancy.services import project_regenerate_keys
 from domains.models import Domain
 
 pytestmark = pytest.mark.django_db

@@ -6,9 +6,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from rest_framework.test import APIClient
 
-from accounts.members import member_add
+from accounts.identity.users import user_get_or_create
 from accounts.models import Invitation, Membership
-from accounts.services import user_get_or_create
+from accounts.tenancy.members import member_add
 from conftest import PASSWORD, browser_client, session_client
 from contacts.models import Contact
 

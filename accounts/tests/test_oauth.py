@@ -9,9 +9,9 @@ import pytest
 import requests
 from django.utils import timezone
 
-from accounts.members import member_add
+from accounts.identity.users import user_get_or_create
 from accounts.models import Invitation, Membership, User
-from accounts.services import user_get_or_create
+from accounts.tenancy.members import member_add
 from accounts.tests import oauth_provider
 from conftest import PASSWORD, browser_client, session_client
 

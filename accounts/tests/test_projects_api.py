@@ -3,10 +3,10 @@
 import pytest
 from rest_framework.test import APIClient
 
-from accounts import registry
-from accounts.members import member_add
+from accounts.identity.users import user_get_or_create
 from accounts.models import Job, Membership, Project
-from accounts.services import user_get_or_create
+from accounts.tenancy import registry
+from accounts.tenancy.members import member_add
 from conftest import PASSWORD, client_with, session_client
 from contacts.models import Contact, Event
 from domains.models import Domain

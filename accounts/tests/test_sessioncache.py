@@ -9,11 +9,12 @@ from django.contrib.auth.hashers import make_password
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from accounts import sessioncache
-from accounts.members import member_add
+from accounts.identity.users import user_get_or_create
 from accounts.models import Membership, User
-from accounts.selectors import session_membership
-from accounts.services import project_disable, project_enable, user_get_or_create
+from accounts.tenancy import sessioncache
+from accounts.tenancy.members import member_add
+from accounts.tenancy.selectors import session_membership
+from accounts.tenancy.services import project_disable, project_enable
 from conftest import PASSWORD, browser_client, session_client
 
 pytestmark = pytest.mark.django_db

@@ -5,9 +5,9 @@ import httpx
 import pytest
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
 
-from accounts.members import member_add
+from accounts.identity.users import user_get_or_create
 from accounts.models import Membership, User
-from accounts.services import user_get_or_create
+from accounts.tenancy.members import member_add
 from config.tests.processes import gunicorn_server
 from config.tests.test_integration import _redis_cache_url
 from conftest import PASSWORD

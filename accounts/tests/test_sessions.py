@@ -5,10 +5,11 @@ import pytest
 from django.urls import get_resolver
 from rest_framework.test import APIClient
 
-from accounts.members import member_add
+from accounts.http.authentication import SessionAuthentication
+from accounts.identity.users import user_get_or_create
 from accounts.models import Membership
-from accounts.services import project_disable, user_get_or_create
-from config.api.authentication import SessionAuthentication
+from accounts.tenancy.members import member_add
+from accounts.tenancy.services import project_disable
 from conftest import PASSWORD, session_client
 from contacts.models import Contact
 

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from accounts.models import Project
-from accounts.services import project_regenerate_webhook_secret, project_webhook_secret
+from accounts.tenancy.services import project_regenerate_webhook_secret, project_webhook_secret
 
 pytestmark = pytest.mark.django_db
 

@@ -5,8 +5,8 @@ from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
 from campaigns.models import AudienceType, CampaignStatus
-from config.api.fields import IsoDateTimeField, StrictCharField, StrictEmailField
-from config.api.serializers import OutputSerializer
+from core.http.fields import IsoDateTimeField, StrictCharField, StrictEmailField
+from core.http.serializers import OutputSerializer
 from messaging.content.serializers import (
     TemplateInputSerializer,
     TemplateOutputSerializer,

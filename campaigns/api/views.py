@@ -4,15 +4,15 @@
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
+from accounts.http.views import ProjectScopedViewSet
 from campaigns import selectors, sending, services, stats
 from campaigns.api import serializers as s
 from campaigns.models import Campaign, CampaignStatus
-from config.api.pagination import choice_param, offset_page
-from config.api.schema import ERROR_RESPONSE as ERROR
-from config.api.schema import count_parameter
-from config.api.validation import validate
-from config.api.views import ProjectScopedViewSet
 from core.errors import BadRequest
+from core.http.pagination import choice_param, offset_page
+from core.http.schema import ERROR_RESPONSE as ERROR
+from core.http.schema import count_parameter
+from core.http.validation import validate
 
 # The campaigns list's documented key order (the templates' differs).
 

@@ -11,7 +11,7 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from accounts.jobs import jobs_requeue_stalled
+from accounts.jobs.services import jobs_requeue_stalled
 from accounts.models import Job
 from campaigns.models import Campaign
 from campaigns.tests.conftest import campaign_body

@@ -81,8 +81,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: it times everything below it (GET /metrics, config/metrics.py).
     "config.metrics.MetricsMiddleware",
-    "config.api.middleware.RequestIdMiddleware",
-    "config.api.sanity.NulCharacterMiddleware",
+    "core.http.middleware.RequestIdMiddleware",
+    "core.http.sanity.NulCharacterMiddleware",
     "corsheaders.middleware.CorsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -92,7 +92,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "config.api.exceptions.MethodNotAllowedEnvelopeMiddleware",
+    "core.http.exceptions.MethodNotAllowedEnvelopeMiddleware",
     "config.operators.OperatorHostMiddleware",
     # Last: it turns a locked-out admin login into its lockout answer.
     "axes.middleware.AxesMiddleware",
@@ -187,7 +187,7 @@ DNS_TIMEOUT_SECONDS = env.float("DNS_TIMEOUT_SECONDS", default=3.0)
 API_KEY_CACHE_SECONDS = env.int(
     "API_KEY_CACHE_SECONDS", default=300 if CACHES["default"]["BACKEND"].endswith("RedisCache") else 0
 )
-# The same for a dashboard session's access to a project (accounts.sessioncache): Redis only, for the same reason.
+# The same for a dashboard session's access to a project (accounts.tenancy.sessioncache): Redis only, for the same reason.
 SESSION_ACCESS_CACHE_SECONDS = env.int(
     "SESSION_ACCESS_CACHE_SECONDS", default=300 if CACHES["default"]["BACKEND"].endswith("RedisCache") else 0
 )
@@ -245,15 +245,15 @@ SESSION_COOKIE_AGE = env.int("SESSION_COOKIE_AGE", default=14 * 24 * 3600)
 REST_FRAMEWORK = {
     # A project endpoint takes the secret key or a dashboard session (`/v1/*` views take keys only).
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "config.api.authentication.SecretKeyAuthentication",
-        "config.api.authentication.SessionAuthentication",
+        "accounts.http.authentication.SecretKeyAuthentication",
+        "accounts.http.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["config.api.permissions.HasProject"],
-    "DEFAULT_PARSER_CLASSES": ["config.api.parsers.JsonObjectParser"],
-    "DEFAULT_RENDERER_CLASSES": ["config.api.renderers.JsonRenderer"],
+    "DEFAULT_PERMISSION_CLASSES": ["accounts.http.permissions.HasProject"],
+    "DEFAULT_PARSER_CLASSES": ["core.http.parsers.JsonObjectParser"],
+    "DEFAULT_RENDERER_CLASSES": ["core.http.renderers.JsonRenderer"],
     "DEFAULT_THROTTLE_CLASSES": [],
-    "EXCEPTION_HANDLER": "config.api.exceptions.exception_handler",
-    "DEFAULT_METADATA_CLASS": "config.api.metadata.ApiMetadata",
+    "EXCEPTION_HANDLER": "core.http.exceptions.exception_handler",
+    "DEFAULT_METADATA_CLASS": "core.http.metadata.ApiMetadata",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
@@ -284,7 +284,7 @@ SPECTACULAR_SETTINGS = {
     "APPEND_COMPONENTS": {},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "config.api.schema.add_error_components",
+        "core.http.schema.add_error_components",
     ],
 }
 
@@ -353,7 +353,10 @@ METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
 
 # Admin logins: a user name is locked out from an address after this many failures, for this many minutes
 # (django-axes; the API's keys are not passwords and are rate-limited per project instead).
-AUTHENTICATION_BACKENDS = ["accounts.backends.LoginThrottleBackend", "django.contrib.auth.backends.ModelBackend"]
+AUTHENTICATION_BACKENDS = [
+    "accounts.identity.backends.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 AXES_FAILURE_LIMIT = env.int("ADMIN_LOGIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = env.int("ADMIN_LOGIN_LOCKOUT_MINUTES", default=15) / 60
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
@@ -413,7 +416,7 @@ if LOG_FORMAT not in ("plain", "json"):
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "config.api.middleware.RequestIdLogFilter"}},
+    "filters": {"request_id": {"()": "core.http.middleware.RequestIdLogFilter"}},
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s [%(request_id)s %(project_id)s] %(name)s: %(message)s"},
         "json": {"()": "config.logs.JsonFormatter"},

@@ -11,15 +11,15 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.routers import SimpleRouter
 
-from accounts.jobs import job_create
+from accounts.http.authentication import PublicKeyAuthentication
+from accounts.http.views import ApiView, HandlerView, ProjectScopedViewSet
+from accounts.jobs.services import job_create
 from accounts.models import Job
-from config.api.authentication import PublicKeyAuthentication
-from config.api.fields import IsoDateTimeField
-from config.api.pagination import CursorPageSerializer, CursorSort, cursor_page
-from config.api.serializers import OutputSerializer
-from config.api.validation import validate
-from config.api.views import ApiView, HandlerView, ProjectScopedViewSet
 from core.errors import BadRequest
+from core.http.fields import IsoDateTimeField
+from core.http.pagination import CursorPageSerializer, CursorSort, cursor_page
+from core.http.serializers import OutputSerializer
+from core.http.validation import validate
 
 
 class ProbeInput(serializers.Serializer):

@@ -1,7 +1,7 @@
 import pytest
 
 from accounts.models import Job
-from accounts.services import project_disable, project_regenerate_keys
+from accounts.tenancy.services import project_disable, project_regenerate_keys
 from conftest import client_with
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("config.tests.probe_urls")]
@@ -95,7 +95,7 @@ def test_malformed_resource_id_is_a_404(secret_client):
 
 
 def test_scoped_viewsets_cannot_override_the_project_filter():
-    from config.api.views import ProjectScopedViewSet
+    from accounts.http.views import ProjectScopedViewSet
 
     with pytest.raises(TypeError, match="get_queryset"):
 

@@ -9,7 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from accounts.services import project_disable
+from accounts.tenancy.services import project_disable
 from campaigns.models import Campaign, CampaignStatus
 from conftest import make_persona
 from messaging.feedback.reputation import DISABLED_REASON

@@ -98,10 +98,10 @@ def test_every_response_carries_a_request_id_and_a_caller_id_is_kept(secret_clie
 
 
 def test_log_lines_carry_the_request_id(secret_client, caplog):
-    from config.api.middleware import RequestIdLogFilter
+    from core.http.middleware import RequestIdLogFilter
 
     caplog.handler.addFilter(RequestIdLogFilter())
     with caplog.at_level("ERROR"):
         response = secret_client.post("/probe/write", {"name": "x", "status": 500}, format="json")
-    records = [record for record in caplog.records if record.name == "config.api.exceptions"]
+    records = [record for record in caplog.records if record.name == "core.http.exceptions"]
     assert records and records[0].request_id == response["X-Request-Id"]

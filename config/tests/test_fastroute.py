@@ -1,4 +1,4 @@
-"""The fast route in front of Django (config.api.fastroute) is its view taken apart at start-up, so the two cannot
+"""The fast route in front of Django (accounts.http.fastroute) is its view taken apart at start-up, so the two cannot
 answer differently: a view whose validation the route would skip is refused when the route is built; what Django's
 middleware decides (the allowed hosts, the https redirect, the security headers, any header a middleware adds) holds
 for answers of the route as for the view's; and what the view reads beyond key and body sends a request to it."""
@@ -15,15 +15,15 @@ from django.core.exceptions import ImproperlyConfigured
 from rest_framework import serializers
 from rest_framework.permissions import IsAdminUser
 
-from config.api.authentication import PublicKeyAuthentication
-from config.api.fastroute import FastRoute
-from config.api.output import output
-from config.api.permissions import HasProject
-from config.api.validation import validated_fields
-from config.api.views import HandlerView
+from accounts.http.authentication import PublicKeyAuthentication
+from accounts.http.fastroute import FastRoute
+from accounts.http.permissions import HasProject
+from accounts.http.views import HandlerView
 from config.tests.wsgi import assert_answered_alike, wsgi_call
 from conftest import client_with
 from contacts.models import Event
+from core.http.output import output
+from core.http.validation import validated_fields
 from messaging.models import Email
 
 pytestmark = pytest.mark.django_db
@@ -261,7 +261,7 @@ def test_a_middleware_that_depends_on_the_body_leaves_the_answer_to_django(proje
     ("headers", "query", "status"),
     [
         ({"Accept": "text/html"}, "", 400),  # DRF's content negotiation: 406 Not Acceptable, the API's 400
-        ({}, "tag=%00", 400),  # a NUL in the query (config.api.sanity)
+        ({}, "tag=%00", 400),  # a NUL in the query (core.http.sanity)
         ({}, "utm=mail", 200),
         ({"Cookie": "sessionid=x"}, "", 200),
     ],
@@ -285,8 +285,8 @@ def test_disallowed_user_agents_leave_every_request_to_django(project, settings)
     ("asked", "status"), [({}, 200), ({"status": 500}, 500)], ids=["succeeds", "fails-after-write"]
 )
 def test_a_handler_that_fails_after_writing_is_answered_500_in_front_of_django_and_runs_once(project, asked, status):
+    from accounts.http.fastroute import with_fast_routes
     from accounts.models import Job
-    from config.api.fastroute import with_fast_routes
     from config.wsgi import django_application
 
     application = with_fast_routes(django_application, [FastRoute.at("/probe/handler")])

@@ -6,8 +6,8 @@ from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 
+from accounts.http.idempotency import idempotency_claim, idempotency_purge_expired
 from accounts.models import IdempotencyRecord, Job
-from accounts.services import idempotency_claim, idempotency_purge_expired
 from conftest import client_with, concurrently
 
 pytestmark = [pytest.mark.urls("config.tests.probe_urls")]

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from accounts.models import Job
-from config.api.middleware import RequestIdLogFilter
 from config.logs import JsonFormatter
 from config.tests.processes import celery_worker, wait_until
 from conftest import client_with
 from contacts.models import Contact
 from contacts.signals import events_recorded
+from core.http.middleware import RequestIdLogFilter
 
 REQUEST_ID = "req-observe-0123456789"
 

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import pytest
 from rest_framework import serializers
 
-from config.api.fields import IsoDateTimeField
-from config.api.serializers import OutputSerializer
+from core.http.fields import IsoDateTimeField
+from core.http.serializers import OutputSerializer
 
 MOMENT = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 

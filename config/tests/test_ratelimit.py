@@ -6,9 +6,9 @@ from contextlib import contextmanager
 import pytest
 from redis.commands.core import CoreCommands
 
-from accounts.keys import KeyKind
 from accounts.models import Job
-from accounts.selectors import api_key_lookup
+from accounts.tenancy.keys import KeyKind
+from accounts.tenancy.selectors import api_key_lookup
 from core import ratelimit
 from core.cache import redis_client
 from core.ratelimit import WINDOW_SECONDS, Window, project_scope, rate_limit_hit

@@ -1,4 +1,4 @@
-"""Input refused whatever the endpoint (config.api.sanity): a NUL character (`\\u0000`), which PostgreSQL stores
+"""Input refused whatever the endpoint (core.http.sanity): a NUL character (`\\u0000`), which PostgreSQL stores
 in neither text nor JSON, and JSON nested deeper than 64 levels, which the code behind the parser could not walk.
 Both used to end in a 500. Served as gunicorn serves it (the fast routes hand such a body to the view) and through
 Django's test client."""

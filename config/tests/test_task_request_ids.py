@@ -2,8 +2,8 @@
 
 from celery import shared_task
 
-from config.api.middleware import current_request_id, set_request_id
 from config.celery import _carry_request_id
+from core.http.middleware import current_request_id, set_request_id
 
 seen: list[str] = []
 

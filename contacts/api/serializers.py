@@ -8,19 +8,19 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from accounts.models import Job
-from config.api.fields import (
+from contacts.data_rules import validate_data
+from contacts.selectors import FIELD_TYPES
+from contacts.services import event_name_is_reserved
+from core.http.fields import (
     IsoDateTimeField,
     JsonObjectField,
     StrictBooleanField,
     StrictCharField,
     StrictEmailField,
 )
-from config.api.pagination import CursorPageSerializer
-from config.api.schema import JSON_OBJECT
-from config.api.serializers import OutputSerializer
-from contacts.data_rules import validate_data
-from contacts.selectors import FIELD_TYPES
-from contacts.services import event_name_is_reserved
+from core.http.pagination import CursorPageSerializer
+from core.http.schema import JSON_OBJECT
+from core.http.serializers import OutputSerializer
 
 MAX_LOOKUP_EMAILS = 500
 MAX_BULK_IDS = 1000

@@ -5,15 +5,9 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
-from accounts.jobs import job_get
-from config.api.authentication import PublicKeyAuthentication
-from config.api.exceptions import BareError
-from config.api.output import output
-from config.api.pagination import CursorSort, cursor_page, int_param, uuid_param
-from config.api.schema import ERROR_RESPONSE as ERROR
-from config.api.schema import IDEMPOTENCY_KEY, bare_or_envelope_400, count_parameter
-from config.api.validation import validate
-from config.api.views import HandlerView, ProjectScopedViewSet
+from accounts.http.authentication import PublicKeyAuthentication
+from accounts.http.views import HandlerView, ProjectScopedViewSet
+from accounts.jobs.services import job_get
 from contacts import selectors, services, upsert
 from contacts.api import serializers as s
 from contacts.bulk import JOB_TYPES, contacts_bulk_start
@@ -22,6 +16,12 @@ from contacts.imports import contact_import_start
 from contacts.models import Contact, Event
 from contacts.usage import event_usage_summary, field_usage_summary
 from core.errors import NotFound, ValidationFailed
+from core.http.exceptions import BareError
+from core.http.output import output
+from core.http.pagination import CursorSort, cursor_page, int_param, uuid_param
+from core.http.schema import ERROR_RESPONSE as ERROR
+from core.http.schema import IDEMPOTENCY_KEY, bare_or_envelope_400, count_parameter
+from core.http.validation import validate
 from core.ids import uuid_or_none
 from core.usage import refuse_delete_while_used, used_in
 
@@ -242,7 +242,7 @@ def track_handle(project, values: dict, payload: dict) -> dict:
 class TrackView(HandlerView):
     """POST /v1/track: the public key only (it is published in browsers); honours Idempotency-Key."""
 
-    # A successful call is answered in front of Django (config.api.fastroute) with this view's serializer and handler.
+    # A successful call is answered in front of Django (accounts.http.fastroute) with this view's serializer and handler.
 
     authentication_classes = [PublicKeyAuthentication]
     idempotent = True

@@ -12,7 +12,7 @@ from contacts.signals import event_recorded, events_recorded
 @dataclass(frozen=True)
 class TrackClient:
     """POST /v1/track with a key, through Django's test client (`way="django"`: the view) or through the application
-    gunicorn serves (`way="served"`: answered in front of Django when it succeeds, config.api.fastroute)."""
+    gunicorn serves (`way="served"`: answered in front of Django when it succeeds, accounts.http.fastroute)."""
 
     way: str
     key: str

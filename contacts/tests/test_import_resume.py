@@ -7,7 +7,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
-from accounts.jobs import jobs_requeue_stalled
+from accounts.jobs.services import jobs_requeue_stalled
 from accounts.models import Job
 from contacts import imports
 from contacts.models import Contact, ImportUpload

@@ -6,7 +6,7 @@ import signal
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from accounts.jobs import jobs_requeue_stalled
+from accounts.jobs.services import jobs_requeue_stalled
 from accounts.models import Job
 from config.celery import app
 from config.tests.processes import celery_worker, wait_until

@@ -1,10 +1,10 @@
 """`POST /v1/track` as gunicorn serves it: a successful request is answered in front of Django
-(`config.api.fastroute`, from `TrackView`) exactly as the view would answer it, and every other request reaches the
+(`accounts.http.fastroute`, from `TrackView`) exactly as the view would answer it, and every other request reaches the
 view. Each test runs both ways (`track_client`); the first compares the two answers themselves."""
 
 import pytest
 
-from accounts.services import project_disable, project_regenerate_keys
+from accounts.tenancy.services import project_disable, project_regenerate_keys
 from config.tests.wsgi import assert_answered_alike
 from contacts.models import Contact, Event
 from core.time import iso

@@ -3,8 +3,8 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from config.api.fields import IsoDateTimeField
-from config.api.serializers import OutputSerializer
+from core.http.fields import IsoDateTimeField
+from core.http.serializers import OutputSerializer
 from domains import records
 from domains.models import Domain
 

@@ -4,11 +4,11 @@ from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers as drf_serializers
 from rest_framework.response import Response
 
+from accounts.http.views import KeyOnlyView, ProjectScopedViewSet
 from accounts.models import Membership
-from config.api.schema import ERROR_RESPONSE as ERROR
-from config.api.validation import validate
-from config.api.views import KeyOnlyView, ProjectScopedViewSet
 from core.errors import Forbidden, NotFound
+from core.http.schema import ERROR_RESPONSE as ERROR
+from core.http.validation import validate
 from domains import selectors, services
 from domains.api import serializers as s
 from domains.models import Domain

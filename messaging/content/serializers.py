@@ -2,9 +2,9 @@
 
 from rest_framework import serializers
 
-from config.api.fields import IsoDateTimeField
-from config.api.pagination import NumberedPageSerializer
-from config.api.serializers import OutputSerializer
+from core.http.fields import IsoDateTimeField
+from core.http.pagination import NumberedPageSerializer
+from core.http.serializers import OutputSerializer
 from messaging.models import EmailType
 from messaging.sending.mime import header_safe
 

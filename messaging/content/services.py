@@ -65,7 +65,7 @@ def template_duplicate(*, template: Template) -> Template:
 
 
 def project_messages_delete(project: Project) -> int:
-    """A project reset's step (accounts.registry): the project's emails, then its templates. The hourly figures and
+    """A project reset's step (accounts.tenancy.registry): the project's emails, then its templates. The hourly figures and
     the suppression list stay: the reputation guard judges the project by them, and a reset must not wipe a bad
     record."""
     from messaging.models import AttachmentBundle, Email, Template

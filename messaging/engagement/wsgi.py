@@ -5,12 +5,12 @@ request handling: no session, user, CSRF or host-dependent URL. Answering them b
 a fifth of the CPU of the Django views (measured in `docs/performance.md`). Anything that is not a valid token
 (a bad signature, another method, an odd path) goes on to Django, whose views answer it as before, and so does what
 Django's middleware answers itself (a `Host` outside `ALLOWED_HOSTS`, the https redirect); the answers carry the
-headers the middleware gives the views' (HSTS, the security headers), found by `config.api.front`.
+headers the middleware gives the views' (HSTS, the security headers), found by `core.http.front`.
 """
 
 import time
 
-from config.api.front import middleware_headers
+from core.http.front import middleware_headers
 from core.metrics import REQUEST_DURATION
 from messaging.engagement.views import NO_CACHE, PIXEL, tracking_hit_answer
 

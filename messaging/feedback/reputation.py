@@ -15,7 +15,7 @@ from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
 from accounts.models import Project
-from accounts.services import project_disable, project_enable
+from accounts.tenancy.services import project_disable, project_enable
 from core.time import iso
 from messaging.insights.rollup import hour_of
 from messaging.models import Email, EmailStatsHour, ReputationReview

@@ -11,7 +11,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from accounts.selectors import project_ids_in_scope
+from accounts.tenancy.selectors import project_ids_in_scope
 from core.batches import in_batches, purge_by_project
 from messaging.models import Email
 

@@ -4,9 +4,9 @@ from datetime import UTC, datetime
 
 from drf_spectacular.utils import extend_schema
 
-from config.api.output import output
-from config.api.schema import ERROR_RESPONSE, IDEMPOTENCY_KEY
-from config.api.views import HandlerView
+from accounts.http.views import HandlerView
+from core.http.output import output
+from core.http.schema import ERROR_RESPONSE, IDEMPOTENCY_KEY
 from messaging.sending import serializers as s
 from messaging.sending.requests import emails_send_request
 
@@ -20,7 +20,7 @@ def send_handle(project, values: dict, payload: dict) -> dict:
 
 
 class SendView(HandlerView):
-    # A successful call is answered in front of Django (config.api.fastroute) with this view's serializer and
+    # A successful call is answered in front of Django (accounts.http.fastroute) with this view's serializer and
     # handler. `emails_send_request` is atomic on its own, and a single recipient's send is one write without a
     # transaction around it: no transaction here either.
     idempotent = True

@@ -1,8 +1,8 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from config.api.fields import IsoDateTimeField
-from config.api.schema import JSON_OBJECT
+from core.http.fields import IsoDateTimeField
+from core.http.schema import JSON_OBJECT
 from messaging.content.serializers import body_size, no_line_breaks
 
 _ADDRESS = [

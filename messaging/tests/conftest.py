@@ -13,7 +13,7 @@ def send(request, project, secret_client, django_capture_on_commit_callbacks):
     """POST /v1/send, then run what the request queued for after its commit (eager Celery: the delivery).
 
     Each test runs twice: through Django's test client (the view), and through the application gunicorn serves,
-    which answers a successful send in front of Django (config.api.fastroute) and hands any other to the view."""
+    which answers a successful send in front of Django (accounts.http.fastroute) and hands any other to the view."""
 
     def post(body: dict, **extra):
         with django_capture_on_commit_callbacks(execute=True):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from accounts.services import project_disable
+from accounts.tenancy.services import project_disable
 from conftest import session_client
 
 pytestmark = pytest.mark.django_db

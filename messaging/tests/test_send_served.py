@@ -1,4 +1,4 @@
-"""`POST /v1/send` as gunicorn serves it (config.api.fastroute): a successful send is answered in front of Django
+"""`POST /v1/send` as gunicorn serves it (accounts.http.fastroute): a successful send is answered in front of Django
 exactly as the view answers it; every other goes to the view (the `send` fixture runs the whole send suite both
 ways), counted once by the rate limit."""
 

@@ -2,10 +2,10 @@
 
 from rest_framework import serializers
 
-from config.api.fields import IsoDateTimeField, StrictBooleanField, StrictCharField, StrictEmailField
-from config.api.pagination import NumberedPageSerializer
-from config.api.serializers import OutputSerializer
 from contacts.api.serializers import ContactOutputSerializer
+from core.http.fields import IsoDateTimeField, StrictBooleanField, StrictCharField, StrictEmailField
+from core.http.pagination import NumberedPageSerializer
+from core.http.serializers import OutputSerializer
 from segments.models import SegmentType
 
 

@@ -3,12 +3,12 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
-from config.api.exceptions import BareError
-from config.api.pagination import int_param
-from config.api.schema import ERROR_RESPONSE as ERROR
-from config.api.schema import bare_or_envelope_400, count_parameter
-from config.api.validation import validate
-from config.api.views import ProjectScopedViewSet
+from accounts.http.views import ProjectScopedViewSet
+from core.http.exceptions import BareError
+from core.http.pagination import int_param
+from core.http.schema import ERROR_RESPONSE as ERROR
+from core.http.schema import bare_or_envelope_400, count_parameter
+from core.http.validation import validate
 from segments import selectors, services
 from segments.api import serializers as s
 from segments.models import Segment, SegmentType

@@ -3,10 +3,10 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from config.api.fields import IsoDateTimeField, StrictBooleanField, StrictCharField, StrictEmailField
-from config.api.pagination import NumberedPageSerializer
-from config.api.serializers import OutputSerializer
 from contacts.data_rules import data_size
+from core.http.fields import IsoDateTimeField, StrictBooleanField, StrictCharField, StrictEmailField
+from core.http.pagination import NumberedPageSerializer
+from core.http.serializers import OutputSerializer
 from workflows.models import (
     Branch,
     ExecutionStatus,

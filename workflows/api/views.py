@@ -7,13 +7,13 @@ from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
-from config.api.pagination import offset_page, ordering
-from config.api.schema import ERROR_RESPONSE as ERROR
-from config.api.schema import count_parameter
-from config.api.validation import validate
-from config.api.views import ProjectScopedViewSet
+from accounts.http.views import ProjectScopedViewSet
 from contacts.selectors import contact_get
 from core.errors import NotFound, ValidationFailed
+from core.http.pagination import offset_page, ordering
+from core.http.schema import ERROR_RESPONSE as ERROR
+from core.http.schema import count_parameter
+from core.http.validation import validate
 from workflows import selectors, services
 from workflows.api import serializers as s
 from workflows.models import ExecutionStatus, Workflow

@@ -233,7 +233,7 @@ def test_a_condition_takes_its_branch(api, contact, start, config, context, bran
 
 
 def test_a_webhook_step_posts_the_signed_default_body(api, contact, start, receiver, allow_loopback, project):
-    from accounts.services import project_webhook_secret
+    from accounts.tenancy.services import project_webhook_secret
 
     workflow = api.workflow()
     api.step(workflow, "WEBHOOK", {"url": receiver.url("/hook/{{ plan }}")}, name="Call")

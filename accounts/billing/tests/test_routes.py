@@ -5,8 +5,8 @@ import pytest
 
 from accounts.billing.models import ProjectBilling
 from accounts.billing.tests.test_provider import stripe_api  # noqa: F401 - the stand-in of the provider's API
+from accounts.identity.users import user_get_or_create
 from accounts.models import Membership
-from accounts.services import user_get_or_create
 from conftest import PASSWORD, session_client
 
 pytestmark = pytest.mark.django_db

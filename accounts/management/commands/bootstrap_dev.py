@@ -10,8 +10,9 @@ import secrets
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from accounts.identity.users import user_get_or_create
 from accounts.models import User
-from accounts.services import project_create, user_get_or_create
+from accounts.tenancy.services import project_create
 from domains.services import domain_mark_verified_by_operator
 
 ADMIN_EMAIL = "admin@localhost.test"

@@ -3,7 +3,8 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from accounts.services import project_create, user_get_or_create
+from accounts.identity.users import user_get_or_create
+from accounts.tenancy.services import project_create
 from core.errors import ServiceError
 from domains.services import domain_mark_verified_by_operator
 

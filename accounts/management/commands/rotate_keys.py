@@ -1,5 +1,5 @@
 from accounts.commands import OperatorCommand
-from accounts.services import project_regenerate_keys
+from accounts.tenancy.services import project_regenerate_keys
 
 
 class Command(OperatorCommand):

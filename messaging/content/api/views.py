@@ -3,13 +3,13 @@
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
-from config.api.exceptions import BareError
-from config.api.pagination import offset_page, ordering
-from config.api.schema import ERROR_RESPONSE as ERROR
-from config.api.schema import bare_or_envelope_400, count_parameter
-from config.api.validation import validate
-from config.api.views import ProjectScopedViewSet
+from accounts.http.views import ProjectScopedViewSet
 from core.errors import ValidationFailed
+from core.http.exceptions import BareError
+from core.http.pagination import offset_page, ordering
+from core.http.schema import ERROR_RESPONSE as ERROR
+from core.http.schema import bare_or_envelope_400, count_parameter
+from core.http.validation import validate
 from messaging.content import selectors, services
 from messaging.content import serializers as s
 from messaging.content.usage import template_usage_summary

@@ -4,8 +4,8 @@ from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from config.api.schema import ERROR_RESPONSE as ERROR
-from config.api.views import MemberProjectView
+from accounts.http.views import MemberProjectView
+from core.http.schema import ERROR_RESPONSE as ERROR
 from messaging.feedback.reputation import project_security
 
 _RATES = {

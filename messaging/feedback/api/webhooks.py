@@ -27,8 +27,8 @@ from django.http import HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from config.api.exceptions import error_json_response
 from core.errors import ErrorCode
+from core.http.exceptions import error_json_response
 from messaging.feedback import generic, sns
 from messaging.feedback.events import PROVIDERS, from_anymail
 from messaging.feedback.services import feedback_record

@@ -3,9 +3,9 @@ records that `messaging.insights.activity` and `messaging.insights.analytics` re
 
 from rest_framework import serializers
 
-from config.api.fields import IsoDateTimeField, JsonObjectField
-from config.api.pagination import CursorPageSerializer
-from config.api.serializers import OutputSerializer
+from core.http.fields import IsoDateTimeField, JsonObjectField
+from core.http.pagination import CursorPageSerializer
+from core.http.serializers import OutputSerializer
 from messaging.insights.activity import ACTIVITY_TYPES
 
 

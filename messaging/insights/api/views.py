@@ -7,11 +7,11 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
-from config.api.pagination import int_param, uuid_param
-from config.api.schema import ERROR_RESPONSE as ERROR
-from config.api.schema import count_parameter
-from config.api.views import ApiView
+from accounts.http.views import ApiView
 from core.errors import ValidationFailed
+from core.http.pagination import int_param, uuid_param
+from core.http.schema import ERROR_RESPONSE as ERROR
+from core.http.schema import count_parameter
 from messaging.insights import activity, analytics
 from messaging.insights.api import serializers as s
 from messaging.insights.registry import ActivityFilters

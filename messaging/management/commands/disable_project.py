@@ -1,4 +1,4 @@
-from accounts.services import project_disable
+from accounts.tenancy.services import project_disable
 from messaging.management.project_state import ProjectStateCommand
 
 

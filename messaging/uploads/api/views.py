@@ -13,11 +13,11 @@ from rest_framework import serializers
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
-from config.api.exceptions import route_not_found_response
-from config.api.schema import ERROR_RESPONSE
-from config.api.serializers import OutputSerializer
-from config.api.views import ApiView
+from accounts.http.views import ApiView
 from core.errors import ValidationFailed
+from core.http.exceptions import route_not_found_response
+from core.http.schema import ERROR_RESPONSE
+from core.http.serializers import OutputSerializer
 from messaging.uploads.services import CONTENT_TYPES, FOLDER, image_upload, too_large, upload_max_bytes
 
 # Room for the multipart framing and headers around the file.

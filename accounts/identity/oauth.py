@@ -15,8 +15,8 @@ from authlib.integrations.requests_client import OAuth2Session, OAuthError
 from django.conf import settings
 from django.utils.crypto import constant_time_compare
 
+from accounts.identity.users import user_from_provider
 from accounts.models import User
-from accounts.users import user_from_provider
 from core.errors import ErrorCode, FeatureDisabled, ServiceError
 
 

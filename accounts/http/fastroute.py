@@ -6,7 +6,7 @@ cost twice the work of the request itself. A route here is its view, taken apart
 (`FastRoute.of_view`): the view's input serializer, validated field by field with its own fields; the view's
 handler (`HandlerView.handler`, the function the view calls too); its key kind and transaction; its renderer; the
 headers its answer gets from DRF and from Django's configured middleware, found by running a canned answer of the
-view through that middleware (`config.api.front`) rather than listed here. A view the route cannot take apart
+view through that middleware (`core.http.front`) rather than listed here. A view the route cannot take apart
 that way (another validation hook, permission, parser or throttle) is refused with ImproperlyConfigured.
 
 A route answers a request that succeeds, and one whose handler failed after it may have written (500 with the
@@ -43,19 +43,19 @@ from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.serializers import Serializer
 
-from accounts.keys import PREFIXES, KeyKind
-from accounts.selectors import api_key_lookup
-from config.api.authentication import ApiKeyAuthentication, bearer_token
-from config.api.exceptions import unexpected_error_envelope
-from config.api.front import middleware_headers
-from config.api.middleware import request_id_for, reset_request_id, set_project_id, set_request_id
-from config.api.parsers import JsonObjectParser
-from config.api.permissions import HasProject
-from config.api.ratelimit import COUNTED_ENVIRON_KEY
-from config.api.sanity import body_fault, body_may_be_faulty
-from config.api.validation import check_validated_field_by_field, validated_fields
-from config.api.views import HandlerView
+from accounts.http.authentication import ApiKeyAuthentication, bearer_token
+from accounts.http.permissions import HasProject
+from accounts.http.ratelimit import COUNTED_ENVIRON_KEY
+from accounts.http.views import HandlerView
+from accounts.tenancy.keys import PREFIXES, KeyKind
+from accounts.tenancy.selectors import api_key_lookup
 from core.errors import ServiceError
+from core.http.exceptions import unexpected_error_envelope
+from core.http.front import middleware_headers
+from core.http.middleware import request_id_for, reset_request_id, set_project_id, set_request_id
+from core.http.parsers import JsonObjectParser
+from core.http.sanity import body_fault, body_may_be_faulty
+from core.http.validation import check_validated_field_by_field, validated_fields
 from core.metrics import REQUEST_DURATION
 from core.ratelimit import Window, project_scope, rate_limit_hit
 

@@ -1,25 +1,13 @@
 from celery import shared_task
 
-from accounts.jobs import jobs_requeue_stalled
-from accounts.mail import account_email_send
-from accounts.services import project_reset_run
-from accounts.users import session_purge_expired
-
-
-@shared_task(acks_late=True, ignore_result=True)
-def requeue_stalled_jobs_task() -> int:
-    return jobs_requeue_stalled()
+from accounts.identity.mail import account_email_send
+from accounts.identity.sessions import session_purge_expired
 
 
 # A relay that refuses for a while is tried again; the token is made anew on each try (they all stay valid).
 @shared_task(acks_late=True, ignore_result=True, autoretry_for=(OSError,), retry_backoff=True, max_retries=5)
 def send_account_email_task(kind: str, object_id: str) -> bool:
     return account_email_send(kind=kind, object_id=object_id)
-
-
-@shared_task(acks_late=True, ignore_result=True)
-def project_reset_task(job_id: str) -> None:
-    project_reset_run(job_id=job_id)
 
 
 @shared_task(acks_late=True, ignore_result=True)

@@ -1,4 +1,4 @@
-"""What Django's middleware decides for a request answered in front of it (`config.api.fastroute`,
+"""What Django's middleware decides for a request answered in front of it (`accounts.http.fastroute`,
 `messaging.engagement.wsgi`): whether Django must answer it itself (a `Host` that `ALLOWED_HOSTS` refuses, a
 redirect of `SECURE_SSL_REDIRECT` or `PREPEND_WWW`, a disallowed user agent), and otherwise the headers its
 middleware gives the answer (HSTS, the security headers, any header a middleware adds). Found by running a canned

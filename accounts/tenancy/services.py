@@ -1,29 +1,12 @@
-from datetime import timedelta
-
-from django.conf import settings
-from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db import transaction
 from django.utils import timezone
 
-from accounts import keycache, registry, sessioncache
-from accounts.jobs import job_create, job_run
-from accounts.keys import KeyPair, generate_pair, hash_key
-from accounts.models import IdempotencyRecord, Job, Membership, Project, User
+from accounts.jobs.services import job_create, job_run
+from accounts.models import Job, Membership, Project, User
+from accounts.tenancy import keycache, registry, sessioncache
+from accounts.tenancy.keys import KeyPair, generate_pair, hash_key
 from core import crypto, standard_webhooks
-from core.batches import purge
 from core.commit import after_commit
-
-
-def user_get_or_create(*, email: str, password: str | None = None) -> tuple[User, bool]:
-    email = email.strip().lower()
-    user = User.objects.filter(email=email).first()
-    if user is not None:
-        return user, False
-    user = User(email=email)
-    user.set_password(password) if password else user.set_unusable_password()
-    user.full_clean()
-    user.save()
-    return user, True
 
 
 def _apply_keys(project: Project, keys: KeyPair) -> None:
@@ -107,7 +90,7 @@ PROJECT_RESET_JOB = "project_reset"
 def project_reset_start(*, project: Project) -> Job:
     """Queue the wipe of a project's data (docs/accounts.md, "Reset"): a job, since a large project's rows take
     a while to delete; it reports its progress step by step."""
-    from accounts.tasks import project_reset_task
+    from accounts.tenancy.tasks import project_reset_task
 
     job = job_create(project=project, type=PROJECT_RESET_JOB)
     after_commit(lambda: project_reset_task.delay(str(job.id)), what="queue a project reset (the sweeper re-queues it)")
@@ -144,48 +127,3 @@ def project_enable(*, project: Project) -> None:
     project.disabled_at = None
     project.save(update_fields=["disabled", "disabled_reason", "disabled_at", "updated_at"])
     project_auth_changed(project=project)
-
-
-def idempotency_claim(*, project: Project, key: str, method: str, path: str) -> IdempotencyRecord | None:
-    """Claim `key` for this request; return None when it is taken and still alive.
-
-    1. Insert the record; the unique constraint lets exactly one of concurrent claimers win.
-    2. On a conflict, a record past its lifetime, or one still in flight (no status) claimed longer than
-       IDEMPOTENCY_LEASE_SECONDS ago, is deleted and the insert tried once more: an expired key is free even before
-       the purge task has run, and the key of a request whose process was killed before it answered is free for a
-       retry once that request can no longer be running.
-    """
-    now = timezone.now()
-    expires_at = now + timedelta(hours=settings.IDEMPOTENCY_KEY_TTL_HOURS)
-    abandoned = Q(status_code__isnull=True, created_at__lte=now - timedelta(seconds=settings.IDEMPOTENCY_LEASE_SECONDS))
-    for _attempt in range(2):
-        try:
-            with transaction.atomic():
-                return IdempotencyRecord.objects.create(
-                    project=project, key=key, method=method, path=path[:500], created_at=now, expires_at=expires_at
-                )
-        except IntegrityError:
-            deleted, _ = IdempotencyRecord.objects.filter(
-                Q(expires_at__lte=now) | abandoned, project=project, key=key
-            ).delete()
-            if not deleted:
-                return None
-    return None
-
-
-def idempotency_finish(*, record: IdempotencyRecord, status_code: int) -> None:
-    """Keep the key after a 2xx or 5xx; release it after a 4xx so the client can fix the request and retry."""
-    if 400 <= status_code < 500:
-        IdempotencyRecord.objects.filter(pk=record.pk).delete()
-    else:
-        IdempotencyRecord.objects.filter(pk=record.pk).update(status_code=status_code)
-
-
-def idempotency_purge_expired(
-    *, project_id=None, batch_size: int = 1000, max_batches: int | None = None, dry_run: bool = False
-) -> int:
-    """Expired keys are already free (claims ignore them); deleting them keeps the table small."""
-    expired = IdempotencyRecord.objects.filter(expires_at__lte=timezone.now())
-    if project_id is not None:
-        expired = expired.filter(project_id=project_id)
-    return purge(expired, order_by=("expires_at",), batch_size=batch_size, max_batches=max_batches, dry_run=dry_run)

@@ -11,8 +11,8 @@ from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 
-from config.api.middleware import current_request_id
 from core.errors import BadRequest, ErrorCode, Forbidden, ServiceError, ValidationFailed
+from core.http.middleware import current_request_id
 from core.time import iso_now
 
 logger = logging.getLogger(__name__)
@@ -106,9 +106,9 @@ def _as_api_error(exc: Exception) -> ServiceError | None:
     if isinstance(exc, SuspiciousOperation):
         return BadRequest(str(exc) or "Bad request")
     if isinstance(exc, drf.ValidationError):
-        # Views validate through config.api.validation, which raises ValidationFailed with mapped codes; a raw
+        # Views validate through core.http.validation, which raises ValidationFailed with mapped codes; a raw
         # DRF ValidationError reaching here still gets the envelope.
-        from config.api.validation import flatten_errors
+        from core.http.validation import flatten_errors
 
         return ValidationFailed(flatten_errors(exc.detail))
     for drf_class, (status, code) in _DRF_STATUS_CODES.items():

@@ -1,4 +1,4 @@
-"""Who belongs to a project, with which role, and the invitations of addresses that have no account yet.
+"""Who belongs to a project, with which role; an address that has no account yet is invited (`accounts.identity.invitations`).
 
 Role rules (docs/accounts.md, "Roles"): an ADMIN or the OWNER manages members; anyone may leave; the OWNER can be
 neither changed nor removed, and no one is made OWNER here.
@@ -6,13 +6,10 @@ neither changed nor removed, and no one is made OWNER here.
 
 from dataclasses import dataclass
 
-from django.db import IntegrityError, transaction
-from django.utils import timezone
+from django.db import transaction
 
-from accounts import tokens
-from accounts.mail import AccountEmail, account_email_queue
-from accounts.models import ROLE_RANKS, Invitation, Membership, Project, User
-from core.db import locked
+from accounts.identity.invitations import invitation_create
+from accounts.models import ROLE_RANKS, Membership, Project, User
 from core.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from core.ids import uuid_or_none
 
@@ -76,12 +73,7 @@ def member_add(*, actor: Membership, email: str, role: str) -> MemberRow:
         if Membership.objects.filter(project=project, user=user).exists():
             raise Conflict(f"{email} is already a member of this project", details={"field": "email"})
         return member_row(Membership.objects.create(project=project, user=user, role=role))
-    try:
-        with transaction.atomic():
-            invitation = Invitation.objects.create(project=project, email=email, role=role, invited_by=actor.user)
-    except IntegrityError:
-        raise Conflict(f"{email} is already invited to this project", details={"field": "email"}) from None
-    account_email_queue(kind=AccountEmail.INVITATION, object_id=invitation.pk)
+    invitation = invitation_create(project=project, email=email, role=role, invited_by=actor.user)
     return MemberRow(email=email, role=role, created_at=invitation.created_at, status="invited")
 
 
@@ -103,33 +95,3 @@ def member_remove(*, actor: Membership, user_id: str) -> None:
     if membership.pk != actor.pk:
         role_require(role=actor.role, required=Role.ADMIN, action="remove members")
     membership.delete()
-
-
-def _join(user: User, invitation: Invitation) -> None:
-    Membership.objects.get_or_create(user=user, project_id=invitation.project_id, defaults={"role": invitation.role})
-    invitation.delete()
-
-
-@transaction.atomic
-def invitation_accept(*, user: User, token: str, proves_address: bool = False) -> Project:
-    """Join the project of an invitation. The link reached the invited address, so a user who signs up with it as
-    that address (`proves_address`) has it verified."""
-    held = locked(Invitation.objects.select_related("project").filter(pk=tokens.invitation_token_id(token)))
-    if not held:
-        raise tokens.invalid_token()
-    invitation = held[0]
-    project = invitation.project
-    _join(user, invitation)
-    if proves_address and user.email == invitation.email and user.email_verified_at is None:
-        user.email_verified_at = timezone.now()
-        user.save(update_fields=["email_verified_at"])
-        invitations_accept_for(user=user)
-    return project
-
-
-def invitations_accept_for(*, user: User) -> int:
-    """Join every project that invited this (now verified) address."""
-    invitations = list(Invitation.objects.filter(email=user.email))
-    for invitation in invitations:
-        _join(user, invitation)
-    return len(invitations)

@@ -11,19 +11,19 @@ from rest_framework.serializers import Serializer
 from rest_framework.views import APIView
 from rest_framework.viewsets import GenericViewSet
 
-from accounts.keys import KeyKind
-from accounts.members import role_require
-from accounts.selectors import idempotency_record_get, membership_get
-from accounts.services import idempotency_claim, idempotency_finish
-from config.api.authentication import (
+from accounts.http.authentication import (
     ProjectAccess,
     SecretKeyAuthentication,
     UserSessionAuthentication,
     project_access_denied,
 )
-from config.api.ratelimit import COUNTED_ENVIRON_KEY
-from config.api.validation import validate
+from accounts.http.idempotency import idempotency_claim, idempotency_finish, idempotency_record_get
+from accounts.http.ratelimit import COUNTED_ENVIRON_KEY
+from accounts.tenancy.keys import KeyKind
+from accounts.tenancy.members import role_require
+from accounts.tenancy.selectors import membership_get
 from core.errors import AuthError, BadRequest, ErrorCode, NotFound, RateLimited, ServiceError
+from core.http.validation import validate
 from core.ids import uuid_or_none
 from core.ratelimit import RateLimitState, client_address, project_scope, rate_limit_hit
 from core.time import iso
@@ -96,7 +96,7 @@ class ApiViewMixin:
             if project_id
             else f"ip:{client_address(request.META)}"
         )
-        # A request already counted in front of Django (config.api.fastroute) carries its count here.
+        # A request already counted in front of Django (accounts.http.fastroute) carries its count here.
         meta = request.META
         state = meta[COUNTED_ENVIRON_KEY] if COUNTED_ENVIRON_KEY in meta else rate_limit_hit(scope)
         request._request.herald_rate_limit = state
@@ -162,9 +162,9 @@ class KeyOnlyView(ApiView):
 
 
 # An endpoint that is one function: `handler(project, values, payload) -> response data`, called with what
-# `input_serializer` validated and the body as sent. `config.api.fastroute` answers a successful request to the
+# `input_serializer` validated and the body as sent. `accounts.http.fastroute` answers a successful request to the
 # same endpoint in front of Django with this view's serializer, handler, key and transaction, so the two cannot
-# answer differently. The handler builds its data with the endpoint's output serializer (`config.api.output`).
+# answer differently. The handler builds its data with the endpoint's output serializer (`core.http.output`).
 # (No docstring: the OpenAPI schema describes a view with the nearest docstring of its class.)
 class HandlerView(KeyOnlyView):
     input_serializer: type[Serializer]

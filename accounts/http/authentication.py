@@ -13,13 +13,13 @@ from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY
 from django.utils.crypto import constant_time_compare
 from rest_framework.authentication import BaseAuthentication, CSRFCheck
 
-from accounts import sessioncache
-from accounts.keys import KeyKind
+from accounts.http.ratelimit import COUNTED_ENVIRON_KEY
 from accounts.models import Membership, Project, User
-from accounts.selectors import api_key_lookup, session_membership
-from config.api.middleware import set_project_id
-from config.api.ratelimit import COUNTED_ENVIRON_KEY
+from accounts.tenancy import sessioncache
+from accounts.tenancy.keys import KeyKind
+from accounts.tenancy.selectors import api_key_lookup, session_membership
 from core.errors import AuthError, BadRequest, ErrorCode, ServiceError
+from core.http.middleware import set_project_id
 from core.ratelimit import Window
 
 _KEY_NAMES = {KeyKind.PUBLIC: "a public key (pk_)", KeyKind.SECRET: "a secret key (sk_)"}
@@ -116,7 +116,7 @@ class SessionAuthentication(BaseAuthentication):
     """The dashboard's session cookie on a project endpoint, with the project in `X-Project-Id`: 400 without it,
     403 PROJECT_ACCESS_DENIED when the user is not a member (or there is no such project).
 
-    With Redis, the session's access to the project is found in the shared session cache (`accounts.sessioncache`)
+    With Redis, the session's access to the project is found in the shared session cache (`accounts.tenancy.sessioncache`)
     and the request counted in the rate limit in the same round trip, as a key request finds its project: the
     session itself is not read. Otherwise (and to fill the cache) the user and the membership come from one query
     (`session_membership`), not from Django's lazy `request.user` and a second query. Django's path still answers
@@ -155,7 +155,7 @@ class SessionAuthentication(BaseAuthentication):
 
     @staticmethod
     def _cached(request, session, project_id: str):
-        """The shared cache's answer (accounts.sessioncache): the session is not read, and the request is counted in
+        """The shared cache's answer (accounts.tenancy.sessioncache): the session is not read, and the request is counted in
         the rate limit in the same round trip, as a key request is."""
         window = Window.now() if settings.API_RATE_LIMIT_PER_MINUTE > 0 else None
         membership = sessioncache.cached_membership(session.session_key, project_id, window)
@@ -173,7 +173,7 @@ class SessionAuthentication(BaseAuthentication):
 
 class UserSessionAuthentication(BaseAuthentication):
     """The session cookie alone, on account endpoints (`/users/@me...`, `/projects/:id/members...`):
-    `request.user` is the user; which project, if any, comes from the path (`config.api.views.MemberProjectView`)."""
+    `request.user` is the user; which project, if any, comes from the path (`accounts.http.views.MemberProjectView`)."""
 
     def authenticate(self, request):
         user = session_user(request)
@@ -222,4 +222,4 @@ class PublicKeyAuthentication(ApiKeyAuthentication):
 
 
 # Registers the OpenAPI descriptions of the two key schemes (drf-spectacular finds extensions by import).
-import config.api.schema  # noqa: E402, F401
+import accounts.http.schema  # noqa: E402, F401

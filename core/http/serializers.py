@@ -13,7 +13,7 @@ from operator import attrgetter, itemgetter
 from rest_framework import serializers
 from rest_framework.fields import SkipField, _UnvalidatedField
 
-from config.api.fields import IsoDateTimeField
+from core.http.fields import IsoDateTimeField
 from core.time import iso
 
 _MISSING = object()

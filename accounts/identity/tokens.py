@@ -22,6 +22,7 @@ from core.errors import ErrorCode, ServiceError
 from core.ids import uuid_or_none
 
 _reset_tokens = PasswordResetTokenGenerator()
+# Fixed strings, whatever the module is called: a changed salt voids every link already mailed.
 _VERIFICATION_SALT = "accounts.tokens.verification"
 _INVITATION_SALT = "accounts.tokens.invitation"
 

@@ -1,54 +1,7 @@
-"""OpenAPI: the two key schemes, the error envelope as a shared component, and the error answers every operation
-can give, so that the published schema says what the service does (a test checks responses against it)."""
+"""OpenAPI: the error envelope as a shared component, and the error answers every operation can give, so that the
+published schema says what the service does (a test checks responses against it)."""
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
-
-
-class _BearerKeyScheme(OpenApiAuthenticationExtension):
-    priority = 1
-
-    def get_security_definition(self, auto_schema):
-        return {"type": "http", "scheme": "bearer", "description": self.description}
-
-
-class SecretKeyScheme(_BearerKeyScheme):
-    target_class = "config.api.authentication.SecretKeyAuthentication"
-    name = "secretKey"
-    description = "The project's secret key, `sk_…`. Required by every endpoint except POST /v1/track."
-
-
-class PublicKeyScheme(_BearerKeyScheme):
-    target_class = "config.api.authentication.PublicKeyAuthentication"
-    name = "publicKey"
-    description = "The project's public key, `pk_…`. Accepted only by POST /v1/track."
-
-
-class _SessionScheme(OpenApiAuthenticationExtension):
-    priority = 1
-    name = "session"
-
-    def get_security_definition(self, auto_schema):
-        return {
-            "type": "apiKey",
-            "in": "cookie",
-            "name": "sessionid",
-            "description": (
-                "The browser session set by POST /auth/login. Unsafe methods also need the csrftoken cookie's value "
-                "in X-CSRFToken; project endpoints need the project in X-Project-Id."
-            ),
-        }
-
-
-class SessionScheme(_SessionScheme):
-    target_class = "config.api.authentication.SessionAuthentication"
-
-
-class UserSessionScheme(_SessionScheme):
-    # The same cookie; a scheme of its own since OpenAPI names one per class.
-    target_class = "config.api.authentication.UserSessionAuthentication"
-    name = "userSession"
-
 
 ERROR_ENVELOPE = {
     "type": "object",
@@ -100,7 +53,7 @@ def bare_or_envelope_400(description: str) -> OpenApiResponse:
 
 
 def count_parameter(name: str, description: str, *, maximum: int | None = None) -> OpenApiParameter:
-    """An integer query parameter read by `config.api.pagination.int_param`: below 1 is 422; above `maximum` is
+    """An integer query parameter read by `core.http.pagination.int_param`: below 1 is 422; above `maximum` is
     422 too when given here, otherwise clamped (the description says to what)."""
     schema = {"type": "integer", "minimum": 1}
     if maximum is not None:
@@ -138,7 +91,7 @@ def _error_defaults(operation: dict) -> dict[str, str]:
     """The error statuses an operation can answer whatever its view declares, from what it takes."""
     parameters = operation.get("parameters", [])
     takes_body = "requestBody" in operation
-    # Any URL may carry a NUL character (`config.api.sanity`), so every operation can answer 400.
+    # Any URL may carry a NUL character (`core.http.sanity`), so every operation can answer 400.
     defaults = {
         "400": "Malformed request: a NUL character in the URL, a body that is not a JSON object, a cursor or "
         "Idempotency-Key not valid"

@@ -22,7 +22,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.models import Job, Project
-from accounts.selectors import project_ids_in_scope
+from accounts.tenancy.selectors import project_ids_in_scope
 from core.batches import purge_by_project
 from core.errors import NotFound
 from core.hooks import Hook
@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 # report(progress, result, checkpoint=None): progress 0-100, the partial result, and where to resume.
 Report = Callable[..., None]
 job_tasks: Hook[Callable[[str], None]] = Hook(
-    "accounts.jobs.job_tasks",
+    "accounts.jobs.services.job_tasks",
     """`publish(job_id)`, registered under a job type by the app that owns the type: queues the job's task, so that
     `jobs_requeue_stalled` can publish again a job whose worker or message was lost.""",
 )

@@ -13,8 +13,8 @@
 import re
 from typing import Any
 
-from config.api.exceptions import error_json_response
 from core.errors import ErrorCode, ValidationFailed
+from core.http.exceptions import error_json_response
 
 MAX_DEPTH = 64
 # In raw JSON, what may decode to a NUL or to a surrogate (lone ones are refused; a pair is one character).

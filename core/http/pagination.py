@@ -18,8 +18,8 @@ from django.db.models import Q, QuerySet
 from drf_spectacular.utils import extend_schema_serializer
 from rest_framework import serializers
 
-from config.api.serializers import OutputSerializer
 from core.errors import BadRequest, ValidationFailed
+from core.http.serializers import OutputSerializer
 from core.ids import uuid_or_none
 from core.pages import CursorPage, Page
 

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
 
-from accounts import tokens
+from accounts.identity import tokens
 from accounts.models import Invitation, User
 from core.commit import after_commit
 
@@ -35,7 +35,7 @@ PAGES = {
 
 def account_email_queue(*, kind: AccountEmail, object_id) -> None:
     """Send `kind` about a user (or, for an invitation, an invitation) once the current transaction commits."""
-    from accounts.tasks import send_account_email_task
+    from accounts.identity.tasks import send_account_email_task
 
     after_commit(
         lambda: send_account_email_task.delay(str(kind), str(object_id)),

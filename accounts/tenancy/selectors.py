@@ -5,9 +5,9 @@ from dataclasses import dataclass
 from django.db import connection
 from django.db.models import QuerySet
 
-from accounts import keycache, registry
-from accounts.keys import KeyKind, hash_key, kind_of
-from accounts.models import IdempotencyRecord, Membership, Project, User
+from accounts.models import Membership, Project, User
+from accounts.tenancy import keycache, registry
+from accounts.tenancy.keys import KeyKind, hash_key, kind_of
 from core.ids import uuid_or_none
 from core.ratelimit import Window
 
@@ -62,10 +62,6 @@ def api_key_lookup(*, token: str, window: Window | None = None) -> ApiKeyMatch |
 def project_ids_in_scope(*, project_id=None) -> Iterable:
     """The project ids an operator's run covers: the one given, or every project's."""
     return [project_id] if project_id is not None else Project.objects.values_list("id", flat=True)
-
-
-def idempotency_record_get(*, project: Project, key: str) -> IdempotencyRecord | None:
-    return IdempotencyRecord.objects.filter(project=project, key=key).first()
 
 
 def project_has_member_email(*, project: Project, email: str) -> bool:

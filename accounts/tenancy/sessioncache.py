@@ -1,5 +1,5 @@
 """A shared cache of (dashboard session, project) → the member's role and the project, read and counted in the
-project's rate limit in one Redis round trip, as a key request finds its project (`accounts.keycache`).
+project's rate limit in one Redis round trip, as a key request finds its project (`accounts.tenancy.keycache`).
 
 Only with Redis as the cache, which every process shares (`SESSION_ACCESS_CACHE_SECONDS` > 0): a per-process cache
 could not be told, in the other processes, that a member was removed. An entry is good while
@@ -28,9 +28,9 @@ from django.conf import settings
 from django.core.cache import caches
 from redis.commands.core import Script
 
-from accounts import keycache
-from accounts.keys import KeyKind
 from accounts.models import Membership, User
+from accounts.tenancy import keycache
+from accounts.tenancy.keys import KeyKind
 from core.cache import redis_client
 from core.commit import after_commit
 from core.ids import uuid_or_none

@@ -21,7 +21,7 @@ SETUP_FACTS: dict[str, Any] = {
     "hasSubscription": False,
 }
 setup_facts: Hook[Callable[[Project], Any]] = Hook(
-    "accounts.registry.setup_facts",
+    "accounts.tenancy.registry.setup_facts",
     """`fact(project)`, registered under one of SETUP_FACTS: that figure of `GET /projects/:id/setup-state`
     (`hasVerifiedDomain` from domains, `contactCount` from contacts, ...). A fact no app registered is reported with
     its default.""",
@@ -38,14 +38,14 @@ class ResetStep:
 
 
 project_resets: Hook[ResetStep] = Hook(
-    "accounts.registry.project_resets",
+    "accounts.tenancy.registry.project_resets",
     """A `ResetStep`: what `POST /users/@me/projects/:id/reset` deletes, each app its own data. Steps run from the
     lowest `order` up, so the apps above delete their rows before the rows they point to (workflows and campaigns at
     10, segments and messaging at 20, contacts at 30); keys, members and domains stay.""",
 )
 
 default_sender_domain_finders: Hook[Callable[[Collection[uuid.UUID]], dict[uuid.UUID, str]]] = Hook(
-    "accounts.registry.default_sender_domain_finders",
+    "accounts.tenancy.registry.default_sender_domain_finders",
     """`finder(project_ids) -> {project id: domain name}`: the domain a project's list entry names as its
     `defaultSenderDomain` (domains answers: the first domain it verified), for many projects in one query.""",
 )

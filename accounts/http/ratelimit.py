@@ -2,5 +2,5 @@
 limits of the tracking URLs and hosted pages): who the caller is, and how a request counted in front of Django
 carries its count on to the view."""
 
-# Where a request counted in front of Django (config.api.fastroute) carries its count on to the view.
+# Where a request counted in front of Django (accounts.http.fastroute) carries its count on to the view.
 COUNTED_ENVIRON_KEY = "herald.rate_limit"

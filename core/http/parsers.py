@@ -1,12 +1,12 @@
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
-from config.api.sanity import MAX_DEPTH, reject_faulty_body
+from core.http.sanity import MAX_DEPTH, reject_faulty_body
 
 
 class JsonObjectParser(JSONParser):
     """JSON whose top level must be an object (every endpoint's body is one), refused at the field when it holds
-    what no endpoint takes (`config.api.sanity`: NUL characters, deep nesting)."""
+    what no endpoint takes (`core.http.sanity`: NUL characters, deep nesting)."""
 
     def parse(self, stream, media_type=None, parser_context=None):
         try:

@@ -4,7 +4,6 @@ The HTTP side (logging the session in and out) is the views'; these functions de
 """
 
 import hashlib
-from importlib import import_module
 
 from django.conf import settings
 from django.contrib.auth import password_validation
@@ -14,9 +13,9 @@ from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from accounts import tokens
-from accounts.mail import AccountEmail, account_email_queue
-from accounts.members import invitation_accept, invitations_accept_for
+from accounts.identity import tokens
+from accounts.identity.invitations import invitation_accept, invitations_accept_for
+from accounts.identity.mail import AccountEmail, account_email_queue
 from accounts.models import User
 from core.errors import AuthError, Conflict, ErrorCode, Forbidden, RateLimited, ValidationFailed
 from core.ratelimit import counter_increment, counter_value
@@ -36,6 +35,18 @@ def _validated_password(password: str, user: User | None = None) -> str:
             [{"field": "password", "message": message, "code": "custom"} for message in exc.messages]
         ) from None
     return password
+
+
+def user_get_or_create(*, email: str, password: str | None = None) -> tuple[User, bool]:
+    email = email.strip().lower()
+    user = User.objects.filter(email=email).first()
+    if user is not None:
+        return user, False
+    user = User(email=email)
+    user.set_password(password) if password else user.set_unusable_password()
+    user.full_clean()
+    user.save()
+    return user, True
 
 
 def user_signup(*, email: str, password: str, invitation_token: str | None = None) -> User:
@@ -142,11 +153,6 @@ def user_reset_password(*, token: str, password: str) -> User:
     if user.email_verified_at is None:
         _mark_verified(user)
     return user
-
-
-def session_purge_expired() -> None:
-    engine = import_module(settings.SESSION_ENGINE)
-    engine.SessionStore.clear_expired()
 
 
 @transaction.atomic

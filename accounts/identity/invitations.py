@@ -1,0 +1,54 @@
+"""Invitations (docs/accounts.md, "Members and invitations"): an address with no account yet, invited to a project
+by its owner or an admin, gets an email with a sign-up link; it joins the project when it signs up with the link
+or, for an invitation it did not follow, when it proves the address.
+"""
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from accounts.identity import tokens
+from accounts.identity.mail import AccountEmail, account_email_queue
+from accounts.models import Invitation, Membership, Project, User
+from core.db import locked
+from core.errors import Conflict
+
+
+def invitation_create(*, project: Project, email: str, role: str, invited_by: User) -> Invitation:
+    """Invite `email` (normalized) to `project` with `role`, and send the invitation after the commit."""
+    try:
+        with transaction.atomic():
+            invitation = Invitation.objects.create(project=project, email=email, role=role, invited_by=invited_by)
+    except IntegrityError:
+        raise Conflict(f"{email} is already invited to this project", details={"field": "email"}) from None
+    account_email_queue(kind=AccountEmail.INVITATION, object_id=invitation.pk)
+    return invitation
+
+
+def _join(user: User, invitation: Invitation) -> None:
+    Membership.objects.get_or_create(user=user, project_id=invitation.project_id, defaults={"role": invitation.role})
+    invitation.delete()
+
+
+@transaction.atomic
+def invitation_accept(*, user: User, token: str, proves_address: bool = False) -> Project:
+    """Join the project of an invitation. The link reached the invited address, so a user who signs up with it as
+    that address (`proves_address`) has it verified."""
+    held = locked(Invitation.objects.select_related("project").filter(pk=tokens.invitation_token_id(token)))
+    if not held:
+        raise tokens.invalid_token()
+    invitation = held[0]
+    project = invitation.project
+    _join(user, invitation)
+    if proves_address and user.email == invitation.email and user.email_verified_at is None:
+        user.email_verified_at = timezone.now()
+        user.save(update_fields=["email_verified_at"])
+        invitations_accept_for(user=user)
+    return project
+
+
+def invitations_accept_for(*, user: User) -> int:
+    """Join every project that invited this (now verified) address."""
+    invitations = list(Invitation.objects.filter(email=user.email))
+    for invitation in invitations:
+        _join(user, invitation)
+    return len(invitations)
