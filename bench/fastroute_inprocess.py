@@ -12,6 +12,8 @@ two versions of the code by this count per call):
     valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=/tmp/fast.cg \
         python bench/fastroute_inprocess.py --calls 300 --rounds 1 --callgrind
     callgrind_annotate /tmp/fast.cg | grep 'PROGRAM TOTALS'    # both paths' calls: divide by 2 x calls
+
+`--path /v1/send` measures one of the two alone (then divide by the calls).
 """
 
 import argparse
@@ -63,6 +65,7 @@ def main() -> None:
     parser.add_argument("--redis-db", type=int, default=14)
     parser.add_argument("--django", action="store_true", help="through the Django view instead")
     parser.add_argument("--callgrind", action="store_true", help="instrument only the measured calls")
+    parser.add_argument("--path", choices=["/v1/track", "/v1/send"], help="measure this call alone")
     args = parser.parse_args()
 
     fresh_database(args.database)
@@ -80,6 +83,8 @@ def main() -> None:
             lambda n: {"to": f"s{n % 500}@bench.test", "from": "hi@bench.test", "subject": "Hi", "body": "<p>Hi</p>"},
         ),
     }
+    if args.path:
+        cases = {args.path: cases[args.path]}
     results = {path: [] for path in cases}
     for path, (key, payload) in cases.items():
         run(application, path, key, payload, 200, args.django)  # warm-up: caches, prepared statements

@@ -285,7 +285,7 @@ def emails_queue(
     *,
     project: Project,
     content: SendContent,
-    recipients: list,
+    recipients: list[Address] | list[Recipient],
     policy: Policy = SEND,
     subscribed: bool | None = None,
     data: dict | None = None,
