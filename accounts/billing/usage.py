@@ -1,7 +1,8 @@
 """Counting and capping the emails a project creates, on the send path (`messaging.sending.services`).
 
 1. Before queueing, `allowance_read` reads the category's cap and this month's usage in one statement: the sum of
-   the month's counter shards, never a count of email rows.
+   the month's counter shards, never a count of email rows. A project found without a cap skips that read for a
+   few seconds (`BILLING_UNCAPPED_CACHE_SECONDS`): there is nothing to check its usage against.
 2. `Allowance.check` refuses a send that would pass the cap (429 `BILLING_LIMIT_EXCEEDED`); a workflow's email is
    stored FAILED instead (the caller asks `Allowance.exceeded_by`).
 3. The emails' writer adds what it inserted to one randomly chosen shard of the month's counter in the same
@@ -15,6 +16,7 @@ flight together (docs/billing.md).
 """
 
 import random
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -53,7 +55,7 @@ class Allowance:
     category: str
     month: date
     limit: int | None
-    usage: int  # before this send
+    usage: int | None  # before this send; not read (None) without a cap
 
     def exceeded_by(self, count: int) -> bool:
         return self.limit is not None and self.usage + count > self.limit
@@ -84,21 +86,36 @@ _ALLOWANCE_SQL = {
 }
 
 
+# Projects found without a cap, per category, until when (a monotonic time) this process trusts that: a cap is set
+# rarely and read on every send, and without one there is nothing to read the month's usage for. A change to a
+# billing row forgets them all in the process that makes it (`caps_forget`); other processes see a new cap within
+# BILLING_UNCAPPED_CACHE_SECONDS (docs/billing.md).
+_uncapped: dict[tuple[uuid.UUID, str], float] = {}
+_UNCAPPED_MAX = 10_000
+
+
+def caps_forget(**_) -> None:
+    _uncapped.clear()
+
+
 def allowance_read(*, project: Project, category: str, now: datetime) -> Allowance:
+    """The category's cap and, when it has one, this month's usage before this send."""
     month = month_of(now)
+    key = (project.id, category)
+    if _uncapped.get(key, 0.0) > time.monotonic():
+        return Allowance(project_id=project.id, category=category, month=month, limit=None, usage=None)
     project_id = _db_value("project", project.id)
     with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
         execute_prepared(
             cursor, _ALLOWANCE_SQL[category], [project_id, category, _db_value("month", month), project_id]
         )
         own, status, usage = cursor.fetchone()
-    return Allowance(
-        project_id=project.id,
-        category=category,
-        month=month,
-        limit=effective_limit(own, status),
-        usage=int(usage),
-    )
+    limit = effective_limit(own, status)
+    if limit is None and settings.BILLING_UNCAPPED_CACHE_SECONDS > 0:
+        if len(_uncapped) >= _UNCAPPED_MAX:
+            _uncapped.clear()
+        _uncapped[key] = time.monotonic() + settings.BILLING_UNCAPPED_CACHE_SECONDS
+    return Allowance(project_id=project.id, category=category, month=month, limit=limit, usage=int(usage))
 
 
 _UPSERT = (

@@ -583,3 +583,6 @@ BILLING_RETURN_URL = env.str("BILLING_RETURN_URL", default="")
 # The free tier: emails per category per calendar month for a project without an active subscription (on top of
 # its own caps; the lower one applies). Empty: no free-tier cap.
 FREE_TIER_MONTHLY_EMAILS = env.int("FREE_TIER_MONTHLY_EMAILS", default=None)
+# How long a process trusts that a project has no cap in a category (and skips reading its usage on each send): a
+# cap set on such a project applies in every process within this many seconds (0: read on every send).
+BILLING_UNCAPPED_CACHE_SECONDS = env.int("BILLING_UNCAPPED_CACHE_SECONDS", default=5)

@@ -60,7 +60,12 @@ def personalize(
     """The recipient's subject and body. Content that does not parse falls back to plain substitution; content
     that this recipient's data pushes past a rendering limit, or past the message size cap, raises
     `ValidationFailed` at its field."""
-    links = system_links(contact_id=contact_id, email_id=email_id) if contact_id else dict.fromkeys(PAGES, "#")
+    # Signing the page links costs about what rendering a short email does: done only when the content names one of
+    # them or a marketing footer carries one.
+    named = email_type == EmailType.MARKETING or any(name in body or name in subject for name in PAGES)
+    links = (
+        system_links(contact_id=contact_id, email_id=email_id) if contact_id and named else dict.fromkeys(PAGES, "#")
+    )
     scope = rendering.template_scope(
         contact_id=str(contact_id) if contact_id else "",
         email=to_email,

@@ -27,7 +27,7 @@ from contacts.models import Contact
 from contacts.services import normalize_email
 from contacts.upsert import contact_upsert, contact_upsert_read, contact_upsert_write
 from core.batches import in_batches
-from core.db import insert_prepared, insert_varied
+from core.db import insert_prepared, insert_varied, new_instance
 from core.errors import ValidationFailed
 from core.ids import random_uuids
 from domains.services import sender_domain_for
@@ -143,13 +143,14 @@ def _email_row(
         if not fail_refused:
             raise
         personal, failure = Personal(subject=content.subject[:998], html=""), not_rendered(refused)
-    email = Email(
+    email = new_instance(
+        Email,
         id=email_id,
-        project=project,
-        contact=contact,
+        project_id=project.id,
+        contact_id=contact.id if contact else None,
         to_email=to.email,
         to_name=to.name,
-        template=content.template,
+        template_id=content.template.id if content.template else None,
         campaign_id=content.campaign_id,
         workflow_id=content.workflow_id,
         source=content.source,
@@ -160,7 +161,7 @@ def _email_row(
         subject=personal.subject,
         html=personal.html,
         headers=content.headers,
-        attachments=bundle,
+        attachments_id=bundle.id if bundle else None,
         message_id=f"<{email_id}@{domain_name}>",
         created_at=now,
         updated_at=now,

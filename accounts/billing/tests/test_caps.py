@@ -1,6 +1,8 @@
 """Monthly caps end to end: /v1/send (both through Django and in front of it), a campaign's send, a workflow's
 email; the counters against a recount of the email rows; the services' shapes and validation; isolation."""
 
+import time
+
 import pytest
 from django.utils import timezone
 
@@ -241,3 +243,30 @@ def test_concurrent_sends_lose_no_count(project):
     concurrently(one, range(40))
     assert usage_by_category(project=project.project)["transactional"] == 40 == recount(project.project, "api")
     assert UsageCounter.objects.filter(project=project.project).count() <= 8
+
+
+def test_a_project_without_a_cap_skips_the_usage_read_until_a_cap_is_set(send, project, settings):
+    """Each process trusts for a few seconds that a project has no cap (no usage read per send); a cap set in this
+    process applies at once, one set by another process (an update without the model's signals) within the
+    setting's seconds."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    settings.BILLING_UNCAPPED_CACHE_SECONDS = 0.5
+    assert send(message("a@example.test")).status_code == 200
+    with CaptureQueriesContext(connection) as queries:
+        assert send(message("b@example.test")).status_code == 200
+    assert not [q for q in queries.captured_queries if "billing_projectbilling" in q["sql"]]
+
+    billing_limits_update(project=project.project, changes={"transactional": 3})
+    assert send(message("c@example.test")).status_code == 200
+    assert send(message("d@example.test")).status_code == 429
+
+    billing_limits_update(project=project.project, changes={"transactional": None})
+    assert send(message("d@example.test")).status_code == 200  # now uncapped again, and trusted so
+    ProjectBilling.objects.filter(project=project.project).update(limit_transactional=4)  # as another process would
+    assert send(message("e@example.test")).status_code == 200  # not seen yet: 5 sent against a cap of 4
+    time.sleep(0.6)
+    refused = send(message("f@example.test"))
+    assert refused.status_code == 429
+    assert refused.json()["error"]["details"] == {"category": "transactional", "limit": 4, "usage": 5}
