@@ -10,7 +10,7 @@ from config.tests.processes import celery_worker, wait_until
 from contacts.models import Contact
 from messaging.models import Email
 from messaging.sending.dispatch import _Batcher, emails_dispatch, enqueue_bulk_delivery
-from messaging.tasks import sweep_emails_task
+from messaging.sending.tasks import sweep_emails_task
 from messaging.tests.conftest import REDIS_URL
 
 BODY = {"from": "hi@alice.test", "subject": "Hello", "body": "<p>Hi</p>"}
