@@ -12,7 +12,7 @@ from config.tests.processes import celery_worker, children, wait_until
 from messaging.models import Email
 from messaging.sending.delivery import emails_sweep
 from messaging.sending.tasks import deliver_emails_task
-from messaging.tests.smtp import start_sink
+from messaging.sending.tests.smtp import start_sink
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
