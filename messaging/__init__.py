@@ -15,8 +15,8 @@ routes are included first by `config/urls.py`, and partly answered in front of D
   - `uploads`: the images of templates (`POST /uploads/image`) and the route serving local uploads.
 - `vocabulary` (a module): what more than one room says about a message (an address, header safety, body size,
   `insert_before_body_end`, the data of an `email.*` event).
-Each room has its own tasks (`<room>/tasks.py`) and tests (`<room>/tests/`); `admin`, `apps`, `urls` and the operator
-commands (`management`) compose the rooms.
+A room with tasks has its own `tasks.py`, and each room its `tests/`; `admin`, `apps`, `urls` and the operator commands
+(`management`) compose the rooms.
 
 The boundary for the apps above (campaigns, workflows): they queue mail only through
 `messaging.sending.services.emails_queue` (with `SendContent`, the content of one send, its recipients as
@@ -24,6 +24,6 @@ The boundary for the apps above (campaigns, workflows): they queue mail only thr
 render only through `messaging.content.rendering` (`render_email`, `template_scope`, `check_syntax`). Content they
 save is checked by `messaging.content.services.content_check` and validated by the templates' input serializer
 (`messaging.content.serializers`) with the header and body checks of `messaging.vocabulary`. A figure they keep from
-the email events counts what the rollup counts (`messaging.insights.counting`). Nothing else of messaging is theirs to import; `messaging.models` for reads and
-foreign keys.
+the email events counts what the rollup counts (`messaging.insights.counting`). Nothing else of messaging is theirs
+to import; `messaging.models` for reads and foreign keys.
 """
