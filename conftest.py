@@ -188,7 +188,7 @@ def _clear_cache():
 @pytest.fixture
 def smtp_sink(settings):
     """Mail from the service goes to a real SMTP server on loopback for the duration of the test."""
-    from messaging.tests.smtp import start_sink
+    from messaging.sending.tests.smtp import start_sink
 
     sink, controller = start_sink()
     settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"

@@ -26,7 +26,7 @@ APPS = ("config", "core", "accounts", "contacts", "domains", "segments", "messag
 
 def is_own_runtime(module: str) -> bool:
     parts = module.split(".")
-    return not any(part in ("tests", "migrations") or part.startswith("test_") for part in parts)
+    return not any(part in ("tests", "migrations", "conftest") or part.startswith("test_") for part in parts)
 
 
 def distribution_name(name: str) -> str:

@@ -188,7 +188,7 @@ def main() -> int:
     redis.start()
     with ExitStack() as processes:
         processes.callback(lambda: redis.process.poll() is None and redis.stop())
-        from messaging.tests.smtp import start_sink
+        from messaging.sending.tests.smtp import start_sink
 
         sink, controller = start_sink()
         processes.callback(controller.stop)

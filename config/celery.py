@@ -8,6 +8,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
 app = Celery("herald")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+# Rooms of an app (packages inside it) that have tasks: autodiscovery looks only at the installed apps' `tasks`.
+app.autodiscover_tasks(["accounts.identity", "accounts.jobs", "messaging.sending", "messaging.engagement"])
 
 
 @signals.setup_logging.connect

@@ -7,12 +7,8 @@ from rest_framework import serializers
 from campaigns.models import AudienceType, CampaignStatus
 from core.http.fields import IsoDateTimeField, StrictCharField, StrictEmailField
 from core.http.serializers import OutputSerializer
-from messaging.content.serializers import (
-    TemplateInputSerializer,
-    TemplateOutputSerializer,
-    body_size,
-    no_line_breaks,
-)
+from messaging.content.serializers import TemplateInputSerializer, TemplateOutputSerializer
+from messaging.vocabulary import body_size, no_line_breaks
 
 
 class CampaignInputSerializer(TemplateInputSerializer):

@@ -11,8 +11,8 @@ from campaigns.models import Campaign, CampaignStatus
 from campaigns.sending import campaigns_finish_sending
 from campaigns.stats import campaign_stats_recount
 from contacts.models import Contact
+from messaging.feedback.tests.feedback import feedback_settings_fixture, generic_post  # noqa: F401 - fixture
 from messaging.models import Email
-from messaging.tests.feedback import feedback_settings_fixture, generic_post  # noqa: F401 - fixture
 
 BASE = "http://localhost:8000"
 

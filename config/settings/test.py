@@ -18,7 +18,7 @@ CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=True)
 SESSION_COOKIE_SECURE = False
 CSRF_COOKIE_SECURE = False
 # Each request hands over its own emails after its commit, in its own thread: eager tasks then run where the test
-# can see them (messaging/tests/test_dispatch.py covers the batching thread).
+# can see them (messaging/sending/tests/test_dispatch.py covers the batching thread).
 DELIVERY_HANDOVER_SECONDS = 0
 LOG_LEVEL = "WARNING"
 LOGGING["root"]["level"] = "WARNING"  # noqa: F405

@@ -12,7 +12,7 @@ from config.tests.processes import celery_worker, gunicorn_server, wait_until
 from config.tests.wsgi import wsgi_call
 from conftest import client_with
 from messaging.models import Email
-from messaging.tasks import deliver_emails_task
+from messaging.sending.tasks import deliver_emails_task
 
 pytestmark = pytest.mark.django_db
 TOKEN = "metrics-token-0123456789"

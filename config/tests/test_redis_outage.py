@@ -17,7 +17,7 @@ from config.tests.processes import celery_worker, gunicorn_server, redis_server,
 from config.tests.wsgi import wsgi_call
 from contacts.models import Event
 from messaging.models import Email
-from messaging.tests.smtp import start_sink
+from messaging.sending.tests.smtp import start_sink
 from segments.services import segment_create
 
 pytestmark = [

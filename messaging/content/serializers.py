@@ -6,28 +6,7 @@ from core.http.fields import IsoDateTimeField
 from core.http.pagination import NumberedPageSerializer
 from core.http.serializers import OutputSerializer
 from messaging.models import EmailType
-from messaging.sending.mime import header_safe
-
-# Bodies at most 2 MB wherever content enters (subjects: 998 characters, one header line).
-MAX_BODY_BYTES = 2 * 1024 * 1024
-
-
-def body_size(value: str) -> str:
-    """A body: at most 2 MB of UTF-8 (a body past it is refused before anything scans it)."""
-    if len(value) > MAX_BODY_BYTES or (
-        len(value) * 4 > MAX_BODY_BYTES and len(value.encode("utf-8", "surrogatepass")) > MAX_BODY_BYTES
-    ):
-        raise serializers.ValidationError(
-            f"Must be at most 2 MB ({MAX_BODY_BYTES:,} bytes of UTF-8)", code="max_length"
-        )
-    return value
-
-
-def no_line_breaks(value: str) -> str:
-    """A value written into a header (a subject, a display name): one line, no NUL."""
-    if not header_safe(value):
-        raise serializers.ValidationError("Must not contain line breaks or NUL characters", code="invalid_string")
-    return value
+from messaging.vocabulary import body_size, no_line_breaks
 
 
 class TemplateInputSerializer(serializers.Serializer):

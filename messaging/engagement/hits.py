@@ -44,7 +44,7 @@ def _loads(raw: bytes) -> Hit | None:
 
 
 def _schedule_drain() -> None:
-    from messaging.tasks import drain_tracking_hits_task
+    from messaging.engagement.tasks import drain_tracking_hits_task
 
     try:
         drain_tracking_hits_task.apply_async(countdown=settings.TRACKING_HITS_DRAIN_SECONDS)

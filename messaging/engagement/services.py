@@ -17,7 +17,7 @@ from contacts.models import Contact
 from contacts.services import events_record_bulk
 from core.time import iso
 from messaging.models import Email
-from messaging.sending.delivery import email_event_data
+from messaging.vocabulary import email_event_data
 
 # Snooze choices of the manage page: key -> (label, weeks, months).
 SNOOZE_PERIODS = {

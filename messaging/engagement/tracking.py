@@ -18,7 +18,7 @@ from accounts.models import Project
 from core.scan import NextOccurrence
 from messaging.engagement.links import PAGES
 from messaging.models import EmailType
-from messaging.sending.mime import insert_before_body_end
+from messaging.vocabulary import insert_before_body_end
 
 _open_signer = signing.Signer(salt="herald.messaging.tracking.open")
 _click_signer = signing.Signer(salt="herald.messaging.tracking.click")

@@ -32,7 +32,7 @@ from messaging.feedback.events import BOUNCED, CLICKED, COMPLAINED, DELIVERED, H
 from messaging.feedback.reputation import project_reputation_guard
 from messaging.feedback.suppression import suppression_add
 from messaging.models import Email, Suppression, WebhookReceipt
-from messaging.sending.delivery import email_event_data
+from messaging.vocabulary import email_event_data
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from contacts.services import normalize_email
 from core.db import select_prepared
 from core.errors import ValidationFailed
 from messaging.models import Email, EmailType, Suppression
-from messaging.sending.parse import Address
+from messaging.vocabulary import Address
 
 OPT_OUT_TYPES = (EmailType.MARKETING, EmailType.HEADLESS)
 REASON_LABELS = {

@@ -44,6 +44,7 @@ from messaging.sending import mime
 from messaging.sending.personalize import emails_personalize_deferred
 from messaging.sending.throttle import send_slot_after, send_slot_wait
 from messaging.sending.transport import OutgoingMessage, PreparedMessage, Transport, TransportError
+from messaging.vocabulary import email_event_data
 
 logger = logging.getLogger(__name__)
 LIST_UNSUBSCRIBE_TYPES = (EmailType.MARKETING, EmailType.HEADLESS)
@@ -320,21 +321,6 @@ def _defer(emails: list[Email], wait: float, report: DeliveryReport) -> None:
         )
         for email in group:
             report.retry[email.id] = delay
-
-
-def email_event_data(email: Email, **extra) -> dict:
-    """The payload every `email.*` event carries (docs/messaging.md), plus the fields of its kind."""
-    return {
-        "emailId": str(email.id),
-        "messageId": email.message_id,
-        "subject": email.subject,
-        "from": email.from_email,
-        "templateId": str(email.template_id) if email.template_id else None,
-        "campaignId": str(email.campaign_id) if email.campaign_id else None,
-        "workflowId": str(email.workflow_id) if email.workflow_id else None,
-        "source": email.source,
-        **extra,
-    }
 
 
 def _record_events(report: DeliveryReport) -> None:

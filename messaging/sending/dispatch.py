@@ -50,7 +50,7 @@ BULK_PRIORITY = 9
 
 def delivery_tasks_publish(email_ids: list[str], *, priority: int | None = None) -> None:
     """Publish delivery tasks of up to `DELIVERY_BATCH_SIZE` ids; a broker failure is logged (the sweeper retries)."""
-    from messaging.tasks import deliver_emails_task
+    from messaging.sending.tasks import deliver_emails_task
 
     options = {} if priority is None else {"priority": priority}
     publish_in_batches(
@@ -63,7 +63,7 @@ def delivery_retries_publish(retry: dict) -> None:
     rounded up so that every row is due when its task runs, of up to `DELIVERY_BATCH_SIZE` ids (a throttled
     project's rows go back in runs a second apart, not one task each). A broker failure is logged: the sweeper
     publishes overdue rows."""
-    from messaging.tasks import deliver_emails_task
+    from messaging.sending.tasks import deliver_emails_task
 
     moments = defaultdict(list)
     for email_id, delay in retry.items():
@@ -79,7 +79,7 @@ def delivery_retries_publish(retry: dict) -> None:
 
 
 def _schedule_dispatch() -> None:
-    from messaging.tasks import dispatch_emails_task
+    from messaging.sending.tasks import dispatch_emails_task
 
     try:
         dispatch_emails_task.delay()

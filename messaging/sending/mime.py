@@ -20,6 +20,7 @@ from email.header import Header
 from email.utils import format_datetime, formataddr
 
 from messaging.sending.plaintext import html_to_text
+from messaging.vocabulary import header_safe
 
 CRLF = "\r\n"
 _FIELD_NAME = re.compile(r"[!-9;-~]+")  # RFC 5322 field name: printable ASCII except the colon
@@ -27,11 +28,6 @@ _FIELD_NAME = re.compile(r"[!-9;-~]+")  # RFC 5322 field name: printable ASCII e
 
 class UnsafeHeader(ValueError):
     """A header value or name that would break out of its line: refused, never written."""
-
-
-def header_safe(value: str) -> bool:
-    """True when `value` can be written into one header line: no CR, LF (which end the line) or NUL."""
-    return "\r" not in value and "\n" not in value and "\0" not in value
 
 
 def _check(what: str, value: str) -> None:
@@ -105,12 +101,6 @@ def _qp(text: str) -> str:
 
 def _b64(content: bytes) -> str:
     return base64.encodebytes(content).decode("ascii").replace("\n", CRLF)
-
-
-def insert_before_body_end(html: str, snippet: str) -> str:
-    """`snippet` just before the last `</body>`, or at the end of a body without one."""
-    position = html.lower().rfind("</body")
-    return html[:position] + snippet + html[position:] if position >= 0 else html + snippet
 
 
 def _boundary() -> str:

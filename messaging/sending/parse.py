@@ -4,7 +4,6 @@
 import base64
 import binascii
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -13,7 +12,8 @@ from django.core.validators import EmailValidator
 
 from core.errors import ValidationFailed
 from core.json import json_type
-from messaging.sending.mime import Attachment, header_safe
+from messaging.sending.mime import Attachment
+from messaging.vocabulary import Address, header_safe
 
 _email_validator = EmailValidator()
 MAX_RECIPIENTS = 100
@@ -38,12 +38,6 @@ OWNED_HEADERS = frozenset(
     )
 )
 _HEADER_NAME = re.compile(r"^[!-9;-~]+$")  # RFC 5322 field name: printable ASCII except colon
-
-
-@dataclass(frozen=True)
-class Address:
-    email: str
-    name: str = ""
 
 
 def valid_email(value: str) -> bool:

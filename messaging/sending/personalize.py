@@ -18,7 +18,7 @@ from messaging.content import rendering
 from messaging.engagement.links import PAGES, system_links
 from messaging.engagement.tracking import tracking_applies, with_tracking
 from messaging.models import DeferredContent, Email, EmailType
-from messaging.sending.mime import insert_before_body_end
+from messaging.vocabulary import insert_before_body_end
 
 
 @dataclass(frozen=True)

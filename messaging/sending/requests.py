@@ -7,8 +7,8 @@ from contacts.data_rules import validate_data
 from core.errors import NotFound, ValidationFailed
 from messaging.models import EmailType, Template
 from messaging.sending import parse
-from messaging.sending.parse import Address
 from messaging.sending.services import Queued, SendContent, emails_queue
+from messaging.vocabulary import Address
 
 
 def emails_send_request(*, project: Project, body: dict, raw: dict) -> list[Queued]:

@@ -3,7 +3,7 @@ from rest_framework import serializers
 
 from core.http.fields import IsoDateTimeField
 from core.http.schema import JSON_OBJECT
-from messaging.content.serializers import body_size, no_line_breaks
+from messaging.vocabulary import body_size, no_line_breaks
 
 _ADDRESS = [
     {"type": "string", "format": "email"},

@@ -35,8 +35,8 @@ from messaging.feedback.suppression import recipients_check_suppressed
 from messaging.models import AttachmentBundle, DeferredContent, Email, EmailType, Template
 from messaging.sending.dispatch import enqueue_bulk_delivery, enqueue_delivery
 from messaging.sending.mime import Attachment
-from messaging.sending.parse import Address
 from messaging.sending.personalize import Personal, not_rendered, personalize
+from messaging.vocabulary import Address
 
 logger = logging.getLogger(__name__)
 OPT_OUT_TYPES = (EmailType.MARKETING, EmailType.HEADLESS)

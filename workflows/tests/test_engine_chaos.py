@@ -18,7 +18,7 @@ from config.celery import app
 from config.tests.processes import celery_worker, children, gunicorn_server, redis_server, wait_until
 from contacts.models import Contact
 from messaging.models import Email, EmailType, Template
-from messaging.tests.smtp import start_sink
+from messaging.sending.tests.smtp import start_sink
 from workflows import services
 from workflows.models import StepType, WorkflowExecution, WorkflowStepExecution
 from workflows.tests.receivers import Receiver

@@ -4,8 +4,8 @@ import pytest
 
 from accounts.billing.models import ProjectBilling, UsageWarning
 from accounts.billing.services import billing_limits_update
-from messaging.sending.parse import Address
 from messaging.sending.services import SendContent, emails_queue
+from messaging.vocabulary import Address
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,8 @@ from campaigns.tests.conftest import campaign_body
 from conftest import concurrently
 from core.errors import BillingLimitExceeded, ValidationFailed
 from messaging.models import Email
-from messaging.sending.parse import Address
 from messaging.sending.services import WORKFLOW_ADDRESS, SendContent, emails_allowance_check, emails_queue
+from messaging.vocabulary import Address
 
 pytestmark = pytest.mark.django_db
 

@@ -9,11 +9,12 @@ from django.utils import timezone
 
 from config.celery import app
 from config.tests.processes import celery_worker, gunicorn_server, wait_until
+from conftest import REDIS_URL
 from contacts.models import Event
 from messaging.engagement.hits import tracking_hits_drain
+from messaging.engagement.tests.conftest import sent_email
 from messaging.engagement.tracking import click_token, open_token
 from messaging.models import Email
-from messaging.tests.conftest import REDIS_URL, sent_email
 
 
 def _raw(cache):

@@ -8,8 +8,8 @@ from config.tests.wsgi import wsgi_call
 from contacts.models import Contact
 from messaging.engagement.links import system_links
 from messaging.engagement.tracking import click_token, open_token
+from messaging.feedback.tests.feedback import sent_email
 from messaging.models import Email
-from messaging.tests.feedback import sent_email
 
 pytestmark = pytest.mark.django_db
 TARGET = "https://shop.example/sale?a=1&b=2"

@@ -7,11 +7,11 @@ import pytest
 
 from config.celery import app
 from config.tests.processes import celery_worker, wait_until
+from conftest import REDIS_URL
 from contacts.models import Contact
 from messaging.models import Email
 from messaging.sending.dispatch import _Batcher, emails_dispatch, enqueue_bulk_delivery
-from messaging.tasks import sweep_emails_task
-from messaging.tests.conftest import REDIS_URL
+from messaging.sending.tasks import sweep_emails_task
 
 BODY = {"from": "hi@alice.test", "subject": "Hello", "body": "<p>Hi</p>"}
 
@@ -98,7 +98,7 @@ def test_bulk_ids_wait_in_their_own_list_and_are_dispatched_after_single_sends(
 @pytest.mark.integration
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_delivers_single_sends_that_went_through_the_queue(secret_client, redis_cache):
-    from messaging.tests.smtp import start_sink
+    from messaging.sending.tests.smtp import start_sink
 
     sink, controller = start_sink()
     app.conf.task_always_eager = False

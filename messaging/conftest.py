@@ -3,9 +3,6 @@ import json
 import pytest
 
 from config.tests.wsgi import wsgi_call
-from conftest import REDIS_URL  # noqa: F401 - the tests of this folder import it from here
-from contacts.models import Contact
-from messaging.models import Email
 
 
 @pytest.fixture(params=["django", "served"])
@@ -24,16 +21,3 @@ def send(request, project, secret_client, django_capture_on_commit_callbacks):
             return wsgi_call("POST", "/v1/send", body=json.dumps(body).encode(), headers=headers)
 
     return post
-
-
-def sent_email(project) -> Email:
-    """A SENT email to a new contact (ann@example.test), as opens and clicks find it."""
-    contact = Contact.objects.create(project=project.project, email="ann@example.test")
-    return Email.objects.create(
-        project=project.project,
-        contact=contact,
-        to_email=contact.email,
-        from_email="a@alice.test",
-        subject="S",
-        status=Email.Status.SENT,
-    )

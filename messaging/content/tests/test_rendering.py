@@ -3,7 +3,7 @@ from liquid.exceptions import LiquidError
 
 from core.errors import ValidationFailed
 from messaging.content import rendering
-from messaging.sending.mime import header_safe
+from messaging.vocabulary import header_safe
 
 SCOPE = {"name": "<b>Ann</b>", "first name": "Ann", "plan": "pro", "data": {"plan": "pro"}, "n": 3}
 

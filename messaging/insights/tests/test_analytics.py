@@ -12,12 +12,12 @@ from django.utils import timezone
 from contacts.models import Contact, Event
 from contacts.services import events_record_bulk
 from core.time import iso
+from messaging.feedback.tests.feedback import feedback_settings_fixture, generic_post  # noqa: F401 - fixture
 from messaging.insights import registry
 from messaging.insights.registry import CampaignDirectory, CampaignInfo
 from messaging.insights.retention import email_bodies_clear
+from messaging.insights.tests import test_activity
 from messaging.models import Email, EmailStatsHour
-from messaging.tests import test_activity
-from messaging.tests.feedback import feedback_settings_fixture, generic_post  # noqa: F401 - fixture
 
 # The end-to-end fixtures (a real send, two pixel loads and a click) of the activity tests.
 engaged, hit = test_activity.engaged, test_activity.hit

@@ -14,9 +14,9 @@ from config.tests.wsgi import wsgi_call
 from conftest import concurrently
 from contacts.models import Event
 from messaging.engagement.links import system_links
+from messaging.engagement.tests.conftest import sent_email
 from messaging.engagement.tracking import click_token, click_token_read, open_token
 from messaging.models import Email
-from messaging.tests.conftest import sent_email
 
 pytestmark = pytest.mark.django_db
 BASE = "http://localhost:8000"

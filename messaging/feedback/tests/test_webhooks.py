@@ -15,8 +15,7 @@ from django.utils import timezone
 
 from contacts.models import Contact, Event
 from messaging.feedback.services import receipts_purge
-from messaging.models import Email, Suppression, WebhookReceipt
-from messaging.tests.feedback import (  # noqa: F401 - fixtures
+from messaging.feedback.tests.feedback import (  # noqa: F401 - fixtures
     CERT_URL,
     MAILGUN_KEY,
     TOPIC_ARN,
@@ -30,6 +29,7 @@ from messaging.tests.feedback import (  # noqa: F401 - fixtures
     ses_event,
     sns_timestamp,
 )
+from messaging.models import Email, Suppression, WebhookReceipt
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("feedback_settings")]
 

@@ -5,8 +5,8 @@ import pytest
 
 from contacts.models import Contact, Event
 from messaging.feedback.suppression import suppression_add
+from messaging.feedback.tests.feedback import feedback_settings_fixture, generic_post  # noqa: F401 - fixture
 from messaging.models import Email, Suppression
-from messaging.tests.feedback import feedback_settings_fixture, generic_post  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("feedback_settings")]
 

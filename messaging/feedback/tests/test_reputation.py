@@ -9,9 +9,9 @@ import pytest
 from django.utils import timezone
 
 from messaging.feedback.reputation import project_reputation
+from messaging.feedback.tests.feedback import feedback_settings_fixture, generic_post  # noqa: F401 - fixture
 from messaging.insights.rollup import email_stats_rebuild
 from messaging.models import Email
-from messaging.tests.feedback import feedback_settings_fixture, generic_post  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("feedback_settings")]
 

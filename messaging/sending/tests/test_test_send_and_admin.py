@@ -9,9 +9,9 @@ from django.utils import timezone
 from contacts.models import Contact, Event
 from messaging.models import Email, EmailType, Template
 from messaging.sending.delivery import emails_sweep
-from messaging.sending.parse import Address
 from messaging.sending.services import SendContent, email_send_test
-from messaging.tasks import deliver_emails_task, sweep_emails_task
+from messaging.sending.tasks import deliver_emails_task, sweep_emails_task
+from messaging.vocabulary import Address
 
 pytestmark = pytest.mark.django_db
 

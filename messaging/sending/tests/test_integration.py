@@ -11,8 +11,8 @@ from django.test import override_settings
 from config.tests.processes import celery_worker, children, wait_until
 from messaging.models import Email
 from messaging.sending.delivery import emails_sweep
-from messaging.tasks import deliver_emails_task
-from messaging.tests.smtp import start_sink
+from messaging.sending.tasks import deliver_emails_task
+from messaging.sending.tests.smtp import start_sink
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

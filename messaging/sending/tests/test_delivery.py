@@ -16,8 +16,8 @@ from domains.services import domain_dkim_key_ensure
 from messaging.models import Email
 from messaging.sending import dispatch
 from messaging.sending.delivery import emails_claim, emails_deliver, emails_sweep
+from messaging.sending.tasks import deliver_emails_task, sweep_emails_task
 from messaging.sending.throttle import send_slot_wait
-from messaging.tasks import deliver_emails_task, sweep_emails_task
 
 pytestmark = pytest.mark.django_db
 

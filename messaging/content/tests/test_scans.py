@@ -21,7 +21,8 @@ from core.errors import ValidationFailed
 from messaging.content import rendering
 from messaging.content.lexing import tokenize_expression, tokenize_liquid_lines, tokenize_template
 from messaging.engagement import tracking
-from messaging.sending.mime import html_to_text, insert_before_body_end
+from messaging.sending.mime import html_to_text
+from messaging.vocabulary import insert_before_body_end
 
 # Each input takes 0.3 s or less on an idle machine of two cores, and took 11 to 125 s with the patterns these scans
 # replaced: the bound leaves room for a machine busy with other work and still catches a scan that is not linear.

@@ -8,10 +8,10 @@ import pytest
 from django.utils import timezone
 
 from contacts.models import Contact, Event
+from messaging.engagement.tests.test_tracking import marketing_template, tracked
 from messaging.insights import registry
 from messaging.insights.registry import ActivityItem
 from messaging.models import Email
-from messaging.tests.test_tracking import marketing_template, tracked
 
 pytestmark = pytest.mark.django_db
 
