@@ -91,6 +91,7 @@ def main() -> None:
                 "template_bytes": len(BODY),
                 "renders_per_run": args.renders,
                 "median_renders_per_second": round(statistics.median(rates)),
+                "median_ms_per_render": round(1000 / statistics.median(rates), 3),
                 "runs": [round(r) for r in rates],
                 "machine": machine(),
             },
