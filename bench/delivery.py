@@ -37,9 +37,9 @@ def five_kb_html(name: str) -> str:
     )[:5200]
 
 
-def start_sink() -> subprocess.Popen:
+def start_sink(port: int = SINK_PORT) -> subprocess.Popen:
     return subprocess.Popen(
-        ["/usr/sbin/smtp-sink", "-u", "nobody", f"127.0.0.1:{SINK_PORT}", "1024"],
+        ["/usr/sbin/smtp-sink", "-u", "nobody", f"127.0.0.1:{port}", "1024"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -12,14 +12,19 @@ Under callgrind, the CPU instructions of the delivery alone (what a busy machine
     valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=/tmp/delivery.cg \
         python bench/delivery_cpu.py --emails 600 --callgrind
     callgrind_annotate /tmp/delivery.cg | grep 'PROGRAM TOTALS'    # divide by the emails printed
+
+`--sink python` delivers into `bench/smtp_sink.py` (aiosmtpd, offering PIPELINING) instead of Postfix's smtp-sink,
+on `--sink-port`. `--round-trips` counts the SMTP exchange's round trips per email: each time the worker waits for
+a reply after writing.
 """
 
 import argparse
+import contextlib
 import cProfile
 import io
 import json
-import os
 import pstats
+import smtplib
 import subprocess
 import sys
 import time
@@ -27,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.delivery import SINK_PORT, seed_herald, start_sink
-from bench.serve import bench_env, database_name, fresh_database, machine, manage
+from bench.serve import backend_cpu_seconds, bench_env, callgrind, database_name, fresh_database, machine, manage
 
 # The steps of an email, by the function that does each (cumulative time under cProfile).
 STEPS = {
@@ -41,9 +46,37 @@ STEPS = {
 }
 
 
-def _backend_cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+class RoundTrips:
+    """Counts the round trips of every SMTP exchange in this process while installed: each wait for a reply that
+    follows a write (smtplib writes a command or the message with `send`, and waits in `getreply`)."""
+
+    def __init__(self):
+        self.count, self._written = 0, False
+        self._send, self._getreply = smtplib.SMTP.send, smtplib.SMTP.getreply
+
+    def __enter__(self):
+        counter = self
+
+        def send(smtp, data):
+            counter._written = True
+            return counter._send(smtp, data)
+
+        def getreply(smtp):
+            if counter._written:
+                counter.count, counter._written = counter.count + 1, False
+            return counter._getreply(smtp)
+
+        smtplib.SMTP.send, smtplib.SMTP.getreply = send, getreply
+        return self
+
+    def __exit__(self, *exc_info):
+        smtplib.SMTP.send, smtplib.SMTP.getreply = self._send, self._getreply
+
+
+def _start_sink(kind: str, port: int) -> subprocess.Popen:
+    if kind == "python":
+        return subprocess.Popen([sys.executable, str(Path(__file__).with_name("smtp_sink.py")), str(port)])
+    return start_sink(port)
 
 
 def _deliver_all(ids: list[str], size: int) -> None:
@@ -83,10 +116,13 @@ def main() -> None:
     parser.add_argument("--emails", type=int, default=2000)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--callgrind", action="store_true", help="instrument only the measured batches")
+    parser.add_argument("--sink", choices=["smtp-sink", "python"], default="smtp-sink")
+    parser.add_argument("--sink-port", type=int, default=SINK_PORT)
+    parser.add_argument("--round-trips", action="store_true", help="count the SMTP round trips per email")
     args = parser.parse_args()
     database = database_name("herald_bench_delivery_cpu")
     fresh_database(database)
-    env = bench_env(database, EMAIL_URL=f"smtp://127.0.0.1:{SINK_PORT}")
+    env = bench_env(database, EMAIL_URL=f"smtp://127.0.0.1:{args.sink_port}")
     manage(env, "migrate", "--no-input", "-v", "0")
     manage(env, "create_project", "--name", "Bench", "--owner-email", "b@bench.test", "--verified-domain", "bench.test")
     seed_herald(env, args.emails)
@@ -101,22 +137,24 @@ def main() -> None:
         cursor.execute("SELECT pg_backend_pid()")
         backend = cursor.fetchone()[0]
     warm, ids = ids[:100], ids[100:]
-    sink = start_sink()
+    sink = _start_sink(args.sink, args.sink_port)
+    round_trips = RoundTrips() if args.round_trips else contextlib.nullcontext()
     try:
-        time.sleep(0.5)
+        time.sleep(2 if args.sink == "python" else 0.5)
         _deliver_all(warm, settings.DELIVERY_BATCH_SIZE)  # the key, the connection, imports: not per email
         profile = cProfile.Profile(time.process_time) if args.profile else None
-        cpu, database_cpu, wall = time.process_time(), _backend_cpu_seconds(backend), time.perf_counter()
+        cpu, database_cpu, wall = time.process_time(), backend_cpu_seconds(backend), time.perf_counter()
         if profile:
             profile.enable()
         if args.callgrind:
-            subprocess.run(["callgrind_control", "--instr=on", str(os.getpid())], check=True, capture_output=True)
-        _deliver_all(ids, settings.DELIVERY_BATCH_SIZE)
+            callgrind(True)
+        with round_trips:
+            _deliver_all(ids, settings.DELIVERY_BATCH_SIZE)
         if args.callgrind:
-            subprocess.run(["callgrind_control", "--instr=off", str(os.getpid())], check=True, capture_output=True)
+            callgrind(False)
         if profile:
             profile.disable()
-        cpu, database_cpu = time.process_time() - cpu, _backend_cpu_seconds(backend) - database_cpu
+        cpu, database_cpu = time.process_time() - cpu, backend_cpu_seconds(backend) - database_cpu
         wall = time.perf_counter() - wall
     finally:
         sink.terminate()
@@ -131,6 +169,8 @@ def main() -> None:
         "postgres_cpu_ms_per_email": round(database_cpu / count * 1000, 3),
         "wall_ms_per_email": round(wall / count * 1000, 3),
     }
+    if args.round_trips:
+        result["smtp_round_trips_per_email"] = round(round_trips.count / count, 3)
     if profile:
         result["profiled_ms_per_email"] = _steps(profile, count)
     print(json.dumps(result, indent=2))

@@ -198,3 +198,30 @@ def wsgi_environ(method: str, path: str, headers: dict, body: bytes = b"") -> di
         "CONTENT_LENGTH": str(len(body)),
         **headers,
     }
+
+
+def callgrind(instrument: bool, *, dump: str | None = None) -> None:
+    """Under `valgrind --tool=callgrind --instr-atstart=no`: count this process's instructions from now on, or stop
+    counting; `dump` then writes what was counted since the last dump to a file of its own (`<out-file>.<n>`, its
+    `totals:` line, labelled `dump <label>`), so that one process can measure several cases."""
+    pid = str(os.getpid())
+    subprocess.run(
+        ["callgrind_control", f"--instr={'on' if instrument else 'off'}", pid], check=True, capture_output=True
+    )
+    if dump is not None:
+        subprocess.run(["callgrind_control", f"--dump={dump}", pid], check=True, capture_output=True)
+
+
+def backend_pid() -> int:
+    """The process id of this thread's PostgreSQL backend (Django's connection)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return cursor.fetchone()[0]
+
+
+def backend_cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system) a PostgreSQL backend on this machine has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

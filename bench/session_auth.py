@@ -5,6 +5,9 @@ and the sessions' cache are on).
 
     python bench/session_auth.py [--calls 2000] [--rounds 5] [--database herald_bench_accounts] [--redis-db 11]
 
+`--contacts N` gives the project N contacts first (three data keys each), so that `--path "/contacts?limit=100"`
+measures a full page: what writing its rows costs against the rest of the request.
+
 Under callgrind, the CPU instructions of one case's calls alone (what a busy machine does not change), once per case:
 
     valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=/tmp/session.cg \
@@ -15,14 +18,13 @@ Under callgrind, the CPU instructions of one case's calls alone (what a busy mac
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import time
 from http.cookies import SimpleCookie
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.serve import bench_env, fresh_database, setup_project, wsgi_environ
+from bench.serve import bench_env, callgrind, fresh_database, setup_project, wsgi_environ
 
 PASSWORD = "bench passphrase, long enough"
 
@@ -69,11 +71,23 @@ def set_password() -> tuple[str, str]:
     return owner.email, str(Project.objects.get().id)
 
 
+def add_contacts(count: int) -> None:
+    from accounts.models import Project
+    from contacts.models import Contact
+
+    project = Project.objects.get()
+    Contact.objects.bulk_create(
+        Contact(project=project, email=f"c{n}@bench.test", data={"plan": "pro", "seats": n, "company": f"Acme {n}"})
+        for n in range(count)
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--path", default="/contacts?limit=1")
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--contacts", type=int, default=0, help="contacts to add to the project first")
     parser.add_argument("--database", default="herald_bench_accounts")
     parser.add_argument("--redis-db", type=int, default=11)
     parser.add_argument("--callgrind", choices=["key", "session"], help="instrument only this case's calls")
@@ -88,6 +102,7 @@ def main() -> None:
     from config.wsgi import application
 
     owner_email, project_id = set_password()
+    add_contacts(args.contacts)
     cases = {
         "key": {"HTTP_AUTHORIZATION": f"Bearer {keys['secretKey']}"},
         "session": {"HTTP_COOKIE": login(application, owner_email), "HTTP_X_PROJECT_ID": project_id},
@@ -96,10 +111,9 @@ def main() -> None:
     for headers in cases.values():
         run(application, args.path, headers, 200)  # warm-up: caches, prepared statements
     if args.callgrind:
-        control = ["callgrind_control", "--instr={}", str(os.getpid())]
-        subprocess.run([part.format("on") for part in control], check=True, capture_output=True)
+        callgrind(True)
         run(application, args.path, cases[args.callgrind], args.calls)
-        subprocess.run([part.format("off") for part in control], check=True, capture_output=True)
+        callgrind(False)
         print(f"{args.callgrind}: {args.calls} calls instrumented")
         return
     for _ in range(args.rounds):

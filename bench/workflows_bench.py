@@ -1,4 +1,4 @@
-"""The workflow engine's costs, on PostgreSQL + Redis (docs/performance.md "Workflows").
+"""The workflow engine's costs, on PostgreSQL + Redis (docs/performance.md, the workflow rows).
 
 - `overhead`: `POST /v1/track` through the WSGI application in this process (as bench/fastroute_inprocess.py),
   for a project without workflows and for one with 20 enabled workflows none of whose triggers (nor WAIT_FOR_EVENT

@@ -171,6 +171,25 @@ def test_output_is_the_serializers_representation_whatever_the_attributes(projec
     }
 
 
+def test_output_walks_the_fields_it_listed_once_without_drfs_serializer(monkeypatch):
+    """`output` is the answers' fast path: writing an answer builds no serializer and runs none of DRF's
+    `Serializer.to_representation` (a deep copy of the fields and a generic walk per answer)."""
+    from messaging.sending.serializers import SendResultSerializer
+
+    write = output(SendResultSerializer)
+    contact = SimpleNamespace(id=uuid.uuid4(), email="a@b.test")
+    sent = {"success": True, "data": {"emails": [SimpleNamespace(contact=contact, email=SimpleNamespace(id=1))]}}
+    sent["data"]["timestamp"] = datetime.now(UTC)
+    expected = SendResultSerializer(sent).data
+
+    def refused(*args, **kwargs):
+        raise AssertionError("DRF's serializer was used")
+
+    monkeypatch.setattr(serializers.Serializer, "to_representation", refused)
+    monkeypatch.setattr(serializers.Serializer, "__init__", refused)
+    assert write(sent) == expected
+
+
 def call(project, path: str, *, headers: dict | None = None, **options):
     key = project.keys.public_key if path == "/v1/track" else project.keys.secret_key
     body = TRACK if path == "/v1/track" else SEND

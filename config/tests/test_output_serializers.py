@@ -108,6 +108,29 @@ def test_writes_what_drf_writes(rows):
     assert first["absent"] is None and first["defaulted"] == 7 and "optional" not in first
 
 
+def test_plain_fields_are_read_and_written_without_drfs_generic_steps(monkeypatch):
+    """The fast path of every page: a field that reads one attribute and writes a builtin type costs an
+    `attrgetter` and the type's constructor, not DRF's `get_attribute` and `to_representation` per field and row."""
+
+    class Plain(OutputSerializer):
+        name = serializers.CharField()
+        count = serializers.IntegerField()
+        createdAt = IsoDateTimeField(source="created_at")
+
+    rows = [row(), row(name="other", count=3)]
+    expected = [{"name": r.name, "count": r.count, "createdAt": "2026-01-02T03:04:05.678Z"} for r in rows]
+
+    def refused(*args, **kwargs):
+        raise AssertionError("DRF's generic step was used")
+
+    for method in ("get_attribute", "to_representation"):
+        monkeypatch.setattr(serializers.Field, method, refused)
+    monkeypatch.setattr(serializers.CharField, "to_representation", refused)
+    monkeypatch.setattr(serializers.IntegerField, "to_representation", refused)
+    monkeypatch.setattr(serializers.Serializer, "to_representation", refused)
+    assert Plain(rows, many=True).data == expected
+
+
 def test_reads_the_keys_of_mapping_rows():
     class Totals(OutputSerializer):
         name = serializers.CharField()

@@ -1,5 +1,6 @@
 """Delivery discipline: each accepted email handed to the transport exactly once, failures sorted."""
 
+import smtplib
 import threading
 import time
 import uuid
@@ -215,6 +216,26 @@ def test_mail_from_a_domain_unverified_meanwhile_is_failed_never_sent(send, smtp
     email = Email.objects.get(id=response.json()["data"]["emails"][0]["email"])
     assert (email.status, email.last_error) == ("FAILED", 'Domain "alice.test" is not verified for this project')
     assert len(smtp_sink.received) == 1
+
+
+@pytest.mark.parametrize("pipelining", [True, False])
+def test_envelope_and_data_command_go_in_one_write_to_a_server_that_pipelines(
+    queued, smtp_sink, pipelining, monkeypatch
+):
+    """SMTP pipelining (messaging.sending.transport): two round trips per message instead of four."""
+    smtp_sink.pipelining = pipelining
+    writes = []
+    send = smtplib.SMTP.send
+    monkeypatch.setattr(smtplib.SMTP, "send", lambda smtp, data: writes.append(data) or send(smtp, data))
+    emails_deliver(email_ids=queued)
+    envelopes = [w for w in writes if isinstance(w, str) and w.startswith("MAIL FROM:")]
+    if pipelining:
+        assert [w.split("\r\n")[1:] for w in envelopes] == [
+            [f"RCPT TO:<{r.rcpt_tos[0]}>", "DATA", ""] for r in smtp_sink.received
+        ]
+    else:
+        assert [w.split("\r\n")[1:] for w in envelopes] == [[""]] * len(queued)
+    assert len(smtp_sink.received) == len(queued)
 
 
 @pytest.mark.parametrize("pipelining", [True, False])
