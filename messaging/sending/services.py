@@ -269,7 +269,7 @@ CAMPAIGN = Policy(contacts=Contacts.EXISTING, refuse=False, on_cap=OnCap.COUNT, 
 TEST = Policy(contacts=Contacts.NONE)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a campaign's batch makes a thousand, and frozen ones cost three times as much
 class Recipient:
     """An existing contact as a recipient: the contact (or, for a row rendered at delivery, its id and address),
     the variables its copy is rendered with, and the caller's key for its email row (a workflow step's id: a step
