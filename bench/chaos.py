@@ -42,7 +42,7 @@ from config.tests.processes import RedisServer, children, free_port, wait_until
 
 DATABASE = "herald_chaos"
 IMPORT_DOMAIN = "import.chaos.test"
-SWEEPERS = ("messaging.tasks.sweep_emails_task", "accounts.jobs.tasks.requeue_stalled_jobs_task")
+SWEEPERS = ("messaging.tasks.sweep_emails_task", "accounts.tasks.requeue_stalled_jobs_task")
 CHAOS_ENV = {
     "API_RATE_LIMIT_PER_MINUTE": "1000000",  # the clients' pace, not the limit, is the load
     "DELIVERY_PUBLISH_GRACE_SECONDS": "5",

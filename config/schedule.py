@@ -7,13 +7,13 @@ BEAT_SCHEDULE = {
     # Jobs (imports, bulk changes) whose worker died or whose message was lost are published again; the next
     # worker resumes them from their checkpoint.
     "requeue-stalled-jobs": {
-        "task": "accounts.jobs.tasks.requeue_stalled_jobs_task",
+        "task": "accounts.tasks.requeue_stalled_jobs_task",
         "schedule": timedelta(minutes=1),
         "options": {"expires": 50},
     },
     # Browser sessions past their age are refused already; this keeps the session table small.
     "purge-expired-sessions": {
-        "task": "accounts.identity.tasks.purge_expired_sessions_task",
+        "task": "accounts.tasks.purge_expired_sessions_task",
         "schedule": timedelta(hours=6),
         "options": {"expires": 60 * 60},
     },
