@@ -4,6 +4,8 @@ Rooms (each a package), from the top down; a room imports only the rooms below i
 messaging"). Content, feedback, insights and uploads answer HTTP from their `api` package (views and routes), sending
 from `sending/api.py` with its routes in `sending/urls.py`; `messaging/urls.py` includes them all. Engagement's
 routes are included first by `config/urls.py`, and partly answered in front of Django.
+- `smtp`: the SMTP edge (`manage.py smtp_server`): submission into the send path, inbound mail as events, delivery
+  and abuse reports handed to feedback.
 - `sending`: `/v1/send` input parsing, the send service, dispatch to the delivery queue, delivery, the SMTP/provider
   transport, MIME and the per-project throttle.
 - `feedback`: provider webhooks, bounces and complaints, the suppression list, the reputation guard.

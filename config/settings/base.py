@@ -461,6 +461,20 @@ DOMAINS_DKIM_MISSES_BEFORE_PENDING = env.int("DOMAINS_DKIM_MISSES_BEFORE_PENDING
 # How long a process trusts that a sender host is on a verified domain (domains.authorized); 0 asks every time.
 DOMAINS_SENDER_MEMORY_SECONDS = env.int("DOMAINS_SENDER_MEMORY_SECONDS", default=10)
 
+# The SMTP edge (docs/smtp.md): `manage.py smtp_server`. A listener whose address is empty is off. STARTTLS is offered
+# on both when the certificate and key are set; without TLS, AUTH is refused unless plaintext AUTH is allowed (only
+# on loopback: `make run`).
+SMTP_SUBMISSION_LISTEN = env.str("SMTP_SUBMISSION_LISTEN", default="")
+SMTP_INBOUND_LISTEN = env.str("SMTP_INBOUND_LISTEN", default="")
+SMTP_HOSTNAME = env.str("SMTP_HOSTNAME", default="") or "localhost"
+SMTP_TLS_CERT_FILE = env.str("SMTP_TLS_CERT_FILE", default="")
+SMTP_TLS_KEY_FILE = env.str("SMTP_TLS_KEY_FILE", default="")
+SMTP_MAX_MESSAGE_BYTES = env.int("SMTP_MAX_MESSAGE_BYTES", default=10 * 1024 * 1024)
+SMTP_MAX_RECIPIENTS = env.int("SMTP_MAX_RECIPIENTS", default=50)
+SMTP_ALLOW_PLAINTEXT_AUTH = env.bool("SMTP_ALLOW_PLAINTEXT_AUTH", default=False)
+# The host that a domain's optional inbound MX record names (domains' records); empty: no such record is suggested.
+INBOUND_MX_HOST = env.str("INBOUND_MX_HOST", default="").rstrip(".").lower()
+
 # Jobs: a worker renews its lease with every step (an import batch); a job whose lease is this old lost its worker
 # and is taken over. A PENDING job this old lost its message. A job is failed after this many takeovers.
 JOB_LEASE_SECONDS = env.int("JOB_LEASE_SECONDS", default=120)
