@@ -23,6 +23,13 @@ DELIVERY_LATENCY = Histogram(
     "From an email's acceptance (queued) to its handover to the mail server (sent).",
     buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900, 3600, float("inf")),
 )
+# The SMTP edge (messaging.smtp): each message a listener answered, by listener (submission, inbound), outcome
+# (accepted, refused, received, report) and, for a refusal, its reason (auth, sender, size, parse, cap, ...).
+SMTP_MESSAGES = Counter(
+    "herald_smtp_messages",
+    "Messages the SMTP listeners answered, by listener, outcome and reason of a refusal.",
+    ["listener", "outcome", "reason"],
+)
 TASK_FAILURES = Counter("herald_task_failures", "Celery tasks that raised, by task name.", ["task"])
 
 
