@@ -17,7 +17,7 @@ admin.site.index_template = "admin/herald_index.html"
 
 urlpatterns = [
     # The busiest routes first (tracking endpoints, /v1/track, /v1/send): Django tries the patterns in order.
-    path("", include("messaging.engagement.urls")),
+    path("", include("messaging.engagement.api.urls")),
     path("", include("contacts.api.urls")),
     path("", include("messaging.urls")),
     path("admin/dashboard/", admin.site.admin_view(dashboard_view), name="admin-dashboard"),
@@ -32,7 +32,7 @@ urlpatterns = [
     path("", include("segments.api.urls")),
     path("", include("workflows.api.urls")),
     path("", include("domains.api.urls")),
-    path("", include("accounts.billing.urls")),
+    path("", include("accounts.billing.api.urls")),
 ]
 
 

@@ -1,9 +1,8 @@
 """Messaging: templates, the one send path, delivery, engagement, provider feedback and insights.
 
 Rooms (each a package), from the top down; a room imports only the rooms below it (`.importlinter`, "Inside
-messaging"). Content, feedback, insights and uploads answer HTTP from their `api` package (views and routes), sending
-from `sending/api.py` with its routes in `sending/urls.py`; `messaging/urls.py` includes them all. Engagement's
-routes are included first by `config/urls.py`, and partly answered in front of Django.
+messaging"). A room that answers HTTP does so from its `api` package (views and routes); `messaging/urls.py` includes
+them all. Engagement's routes are included first by `config/urls.py`, and partly answered in front of Django.
 - `smtp`: the SMTP edge (`manage.py smtp_server`): submission into the send path, inbound mail as events, delivery
   and abuse reports handed to feedback.
 - `sending`: `/v1/send` input parsing, the send service, dispatch to the delivery queue, delivery, the SMTP/provider

@@ -4,7 +4,7 @@ Django tries the patterns in order. The engagement routes are included by `confi
 from django.urls import include, path
 
 urlpatterns = [
-    path("", include("messaging.sending.urls")),
+    path("", include("messaging.sending.api.urls")),
     path("", include("messaging.content.api.urls")),
     path("", include("messaging.insights.api.urls")),
     path("", include("messaging.feedback.api.urls")),

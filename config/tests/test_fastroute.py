@@ -122,7 +122,7 @@ def test_only_a_handler_view_has_a_route():
 def test_the_answers_built_from_output_serializers_are_drfs_own(project):
     from contacts.api.serializers import TrackOutputSerializer
     from contacts.upsert import event_track
-    from messaging.sending.serializers import SendResultSerializer
+    from messaging.sending.api.serializers import SendResultSerializer
 
     tracked = {"success": True, "data": event_track(project=project.project, email="a@b.test", name="signup")}
     assert output(TrackOutputSerializer)(tracked) == TrackOutputSerializer(tracked).data
@@ -174,7 +174,7 @@ def test_output_is_the_serializers_representation_whatever_the_attributes(projec
 def test_output_walks_the_fields_it_listed_once_without_drfs_serializer(monkeypatch):
     """`output` is the answers' fast path: writing an answer builds no serializer and runs none of DRF's
     `Serializer.to_representation` (a deep copy of the fields and a generic walk per answer)."""
-    from messaging.sending.serializers import SendResultSerializer
+    from messaging.sending.api.serializers import SendResultSerializer
 
     write = output(SendResultSerializer)
     contact = SimpleNamespace(id=uuid.uuid4(), email="a@b.test")

@@ -12,7 +12,7 @@ import time
 
 from core.http.front import middleware_headers
 from core.metrics import REQUEST_DURATION
-from messaging.engagement.views import NO_CACHE, PIXEL, tracking_hit_answer
+from messaging.engagement.api.views import NO_CACHE, PIXEL, tracking_hit_answer
 
 _KINDS = {"/o/": "open", "/c/": "click"}
 _PIXEL = (("Content-Type", "image/gif"), *NO_CACHE.items())

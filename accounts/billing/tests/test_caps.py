@@ -204,7 +204,7 @@ def test_update_sets_named_categories_keeps_the_others_and_ignores_unknown_keys(
 
 
 def test_limits_and_consumption_write_the_documented_shapes(project):
-    from accounts.billing.serializers import BillingConsumptionSerializer, BillingLimitsSerializer
+    from accounts.billing.api.serializers import BillingConsumptionSerializer, BillingLimitsSerializer
 
     billing_limits_update(project=project.project, changes={"transactional": 4})
     limits = BillingLimitsSerializer(billing_limits(project=project.project)).data

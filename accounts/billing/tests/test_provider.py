@@ -8,9 +8,9 @@ import time
 
 import pytest
 
+from accounts.billing.api.serializers import InvoicesSerializer, RedirectSerializer
 from accounts.billing.models import ProjectBilling, ProviderEvent
 from accounts.billing.provider import billing_checkout, billing_invoices, billing_portal
-from accounts.billing.serializers import InvoicesSerializer, RedirectSerializer
 from accounts.billing.services import billing_limits
 from accounts.billing.tests import stripe_standin
 from core.errors import FeatureDisabled, ServiceError

@@ -7,7 +7,7 @@ from drf_spectacular.utils import extend_schema
 from accounts.http.views import HandlerView
 from core.http.output import output
 from core.http.schema import ERROR_RESPONSE, IDEMPOTENCY_KEY
-from messaging.sending import serializers as s
+from messaging.sending.api import serializers as s
 from messaging.sending.requests import emails_send_request
 
 _send_output = output(s.SendResultSerializer)

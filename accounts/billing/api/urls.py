@@ -1,6 +1,6 @@
 from django.urls import path
 
-from accounts.billing import api
+from accounts.billing.api import views as api
 
 _PROJECT = "users/@me/projects/<str:project_id>"
 

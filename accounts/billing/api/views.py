@@ -5,7 +5,7 @@ authenticated by their signature alone."""
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
-from accounts.billing import serializers as s
+from accounts.billing.api import serializers as s
 from accounts.billing.provider import (
     billing_checkout,
     billing_invoices,

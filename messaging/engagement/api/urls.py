@@ -2,7 +2,8 @@
 
 from django.urls import path
 
-from messaging.engagement import pages, views
+from messaging.engagement import pages
+from messaging.engagement.api import views
 
 urlpatterns = [
     path("unsubscribe/<str:token>", pages.unsubscribe_page, name="page-unsubscribe"),
