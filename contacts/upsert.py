@@ -41,7 +41,7 @@ from contacts.services import (
     events_announce,
     normalize_email,
 )
-from core.db import execute_prepared, json_rows_insert, mark_saved
+from core.db import GuardedWrite, execute_prepared, mark_saved
 
 __all__ = [
     "PendingUpsert",
@@ -50,8 +50,8 @@ __all__ = [
     "TrackResult",
     "UpsertResult",
     "contact_upsert",
+    "contact_upsert_guarded",
     "contact_upsert_read",
-    "contact_upsert_write",
     "event_track",
     "upsert_path",
 ]
@@ -72,7 +72,7 @@ class UpsertResult:
 
 @dataclass
 class PendingUpsert:
-    """A contact's upsert decided from a read (`contact_upsert_read`), written by `contact_upsert_write`."""
+    """A contact's upsert decided from a read (`contact_upsert_read`), written through `contact_upsert_guarded`."""
 
     # The contact as it will be once written: its id (new or stored), subscription and merged data.
     contact: Contact
@@ -186,9 +186,7 @@ WITH existing AS (
     FROM existing AS e WHERE c.id = e.id AND %(changed)s
 ), result AS (
     SELECT id FROM inserted UNION ALL SELECT id FROM existing
-){dependent}
-SELECT id FROM result
-"""
+)"""
 # /v1/track without data to store changes nothing of an existing contact: one statement inserts the contact if it
 # is absent and the event for whichever row is there, with no read first. KEY SHARE keeps a concurrent delete from
 # removing the contact under its new event; nothing returned means a concurrent insert won, as above.
@@ -209,12 +207,6 @@ WITH existing AS (
 )
 SELECT id, created FROM result
 """
-_PG_DEPENDENT = """, dependent AS (
-    {insert} WHERE EXISTS (SELECT 1 FROM result)
-)"""
-_PG_ALSO = """, also_{index} AS (
-    {statement}
-)"""
 _CONTACT_FIELDS = ("id", "project_id", "email", "subscribed", "snoozed_until", "data", "created_at", "updated_at")
 
 
@@ -250,10 +242,8 @@ class PostgresUpsert(PortableUpsert):
             contact.updated_at = now
         return PendingUpsert(contact=contact, outcome=outcome, variables=changes.variables, version=version)
 
-    def write(
-        self, pending: PendingUpsert, *, dependent: Sequence[Model] = (), also: Sequence[tuple[str, dict]] = ()
-    ) -> bool:
-        """`contact_upsert_write`: True when the contact and `dependent` were written, False when nothing was."""
+    def guarded(self, pending: PendingUpsert) -> GuardedWrite:
+        """`contact_upsert_guarded`: the contact's write as the guard of one statement."""
         contact = pending.contact
         params = {
             "project": contact.project_id,
@@ -265,22 +255,20 @@ class PostgresUpsert(PortableUpsert):
             "now": contact.updated_at,
             "changed": pending.outcome == "updated",
         }
-        dependent_sql = ""
+
+        def written():
+            mark_saved([contact])
+            if pending.outcome != "unchanged":
+                contact_changed_announce(project_id=contact.project_id, contact_id=contact.id)
+
+        return GuardedWrite(_PG_GUARDED_UPSERT, params, guard="result", written=[written])
+
+    def write(self, pending: PendingUpsert, *, dependent: Sequence[Model] = ()) -> bool:
+        """The contact, and its `dependent` rows (the tracked event), in one guarded statement: whether it applied."""
+        write = self.guarded(pending)
         if dependent:
-            insert, params["rows"] = json_rows_insert(dependent, "%(rows)s")
-            dependent_sql = _PG_DEPENDENT.format(insert=insert)
-        for index, (statement, statement_params) in enumerate(also):
-            dependent_sql += _PG_ALSO.format(index=index, statement=statement)
-            params.update(statement_params)
-        with connection.cursor() as cursor:
-            execute_prepared(cursor, _PG_GUARDED_UPSERT.format(dependent=dependent_sql), params)
-            written = cursor.fetchone() is not None
-        if not written:
-            return False
-        mark_saved([contact, *dependent])
-        if pending.outcome != "unchanged":
-            contact_changed_announce(project_id=contact.project_id, contact_id=contact.id)
-        return True
+            write.insert(dependent)
+        return write.run()
 
     def upsert(
         self,
@@ -394,17 +382,13 @@ def contact_upsert_read(
     return upsert_path().read(project=project, email=email, data=data, new_subscribed=new_subscribed)
 
 
-def contact_upsert_write(
-    pending: PendingUpsert, *, dependent: Sequence[Model], also: Sequence[tuple[str, dict]] = ()
-) -> bool:
-    """Write `pending` and insert the `dependent` rows (new instances of one model, which may refer to the contact)
-    in one statement, only if the contact is still as read; False, with nothing written, when it changed, was
-    deleted or was created meanwhile (the caller then takes `contact_upsert` in a transaction). A pending upsert
-    only comes from PostgreSQL's read.
-
-    `also`: further data-modifying statements with their named parameters (the sender's usage count), run in the
-    same statement; each must apply only when the CTE `result` (the contact written) has a row."""
-    return _POSTGRESQL.write(pending, dependent=dependent, also=also)
+def contact_upsert_guarded(pending: PendingUpsert) -> GuardedWrite:
+    """The second half: the write of `pending` as the guard of one statement (`core.db.GuardedWrite`) that applies
+    only if the contact is still as read. The caller adds the rows that depend on the contact (the email of a send,
+    with its usage count) and runs it; False from `run`, with nothing written, when the contact changed, was deleted
+    or was created meanwhile (the caller then takes `contact_upsert` in a transaction). A pending upsert only comes
+    from PostgreSQL's read."""
+    return _POSTGRESQL.guarded(pending)
 
 
 def event_track(

@@ -9,10 +9,12 @@ or an upsert on a unique key, an insert): planning them again each time cost mor
 keeps their generic plan (settings: `plan_cache_mode=auto`).
 """
 
+import dataclasses
 import datetime
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from functools import cache
 
@@ -190,6 +192,46 @@ def json_rows_insert(objs: Sequence[Model], param: str = "%s") -> tuple[str, str
     rows_sql = f"jsonb_populate_recordset(NULL::{table}, {param}::jsonb)"
     sql = f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {rows_sql}"  # noqa: S608 - names from the model
     return sql, json.dumps(rows, default=_json_value)
+
+
+@dataclass
+class GuardedWrite:
+    """One statement of data-modifying CTEs in which every part applies only when the guard CTE has a row: an owner
+    writes the guard (the contact of a send, only if it is still the version read) and the owners of the rows that
+    depend on it add theirs (`insert`, `then`), each keeping its own SQL, and the whole is one round trip with no
+    transaction. `run` says whether it applied; only then are the inserted instances marked saved and the parts'
+    `written` callbacks called."""
+
+    ctes: str  # "WITH a AS (...), ..., <guard> AS (...)"
+    params: dict
+    guard: str
+    saved: list = dataclasses.field(default_factory=list)
+    written: list[Callable[[], None]] = dataclasses.field(default_factory=list)
+    parts: int = 0
+
+    def insert(self, objs: Sequence[Model]) -> None:
+        """Insert new instances of one model (primary keys set by the caller) when the guard applies."""
+        name = f"rows_{self.parts}"
+        sql, self.params[name] = json_rows_insert(objs, f"%({name})s")
+        self.then(f"{sql} WHERE EXISTS (SELECT 1 FROM {self.guard})", {})  # noqa: S608 - names, not input
+        self.saved.extend(objs)
+
+    def then(self, statement: str, params: dict) -> None:
+        """Add a data-modifying statement, with its named parameters, that applies only when the CTE named by
+        `guard` has a row (its owner writes that condition: `usage.counter_statement(..., after=write.guard)`)."""
+        self.ctes += f", part_{self.parts} AS (\n{statement}\n)"
+        self.params.update(params)
+        self.parts += 1
+
+    def run(self) -> bool:
+        with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+            execute_prepared(cursor, f"{self.ctes}\nSELECT 1 FROM {self.guard}", self.params)
+            applied = cursor.fetchone() is not None
+        if applied:
+            mark_saved(self.saved)
+            for callback in self.written:
+                callback()
+        return applied
 
 
 def mark_saved(objs: Sequence[Model]) -> None:

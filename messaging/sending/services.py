@@ -25,7 +25,7 @@ from accounts.billing.models import Category
 from accounts.models import Project
 from contacts.models import Contact
 from contacts.services import normalize_email
-from contacts.upsert import contact_upsert, contact_upsert_read, contact_upsert_write
+from contacts.upsert import contact_upsert, contact_upsert_guarded, contact_upsert_read
 from core.batches import in_batches
 from core.db import insert_prepared, insert_varied, new_instance
 from core.errors import ValidationFailed
@@ -219,8 +219,13 @@ def _queue_single(
     )
     if not policy.refuse:
         _opted_out(email, contact, content)
-    counted = [usage.counter_statement(allowance, 1, after="result")] if allowance else []
-    if not contact_upsert_write(pending, dependent=[email], also=counted):
+    # The store step of one recipient, in one statement guarded by the contact's write: the email row and its usage
+    # count apply only if the contact is still as read.
+    write = contact_upsert_guarded(pending)
+    write.insert([email])
+    if allowance:
+        write.then(*usage.counter_statement(allowance, 1, after=write.guard))
+    if not write.run():
         return None
     if allowance:
         usage.usage_warn(allowance, 1, now=email.created_at)
