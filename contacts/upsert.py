@@ -41,7 +41,7 @@ from contacts.services import (
     events_announce,
     normalize_email,
 )
-from core.db import GuardedWrite, execute_prepared, mark_saved
+from core.db import GuardedWrite, fetchone_prepared, mark_saved
 
 __all__ = [
     "PendingUpsert",
@@ -218,9 +218,7 @@ class PostgresUpsert(PortableUpsert):
 
     def _read(self, *, project: Project, email: str, changes: DataChanges, new_subscribed: bool) -> PendingUpsert:
         email = normalize_email(email)
-        with connection.cursor() as cursor:
-            execute_prepared(cursor, _PG_READ, [project.id, email])
-            row = cursor.fetchone()
+        row = fetchone_prepared(_PG_READ, [project.id, email])
         now = timezone.now()
         if row is None:
             contact = Contact(
@@ -330,9 +328,7 @@ class PostgresUpsert(PortableUpsert):
         event = Event(project=project, name=name, data=variables, created_at=now)
         params = {"project": project.id, "email": email, "id": uuid.uuid4(), "now": now}
         params.update(event_id=event.id, name=name, data=json.dumps(variables))
-        with connection.cursor() as cursor:
-            execute_prepared(cursor, _PG_TRACK_UNCHANGED, params)
-            row = cursor.fetchone()
+        row = fetchone_prepared(_PG_TRACK_UNCHANGED, params)
         if row is None:
             return None
         contact_id, created = row

@@ -34,6 +34,32 @@ def execute_prepared(cursor, sql: str, params) -> None:
         raw.execute(sql, params, prepare=True)
 
 
+def fetchone_prepared(sql: str, params):
+    """Run `sql` as a prepared statement on the default connection and return its first row (None without one).
+
+    On PostgreSQL with server-side binding, each connection keeps one cursor for these statements: a Django cursor
+    costs 110k instructions per statement over a reused psycopg cursor, 7 % of a /v1/send. It is the same connection
+    and transaction, and errors are Django's. A connection that logs its queries (DEBUG, a test counting them) or has
+    execute wrappers gets a Django cursor, so that they see the statement."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    if connection.vendor != "postgresql" or connection.queries_logged or connection.execute_wrappers:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.fetchone()
+    connection.close_if_health_check_failed()
+    if connection.connection is None:
+        connection.ensure_connection()
+    cursor = connection.__dict__.get("_prepared_cursor")
+    if cursor is None or cursor.connection is not connection.connection:
+        cursor = connection.__dict__["_prepared_cursor"] = connection.connection.cursor()
+    with connection.wrap_database_errors:
+        if isinstance(cursor, psycopg.ClientCursor):
+            cursor.execute(sql, params)
+        else:
+            cursor.execute(sql, params, prepare=True)
+        return cursor.fetchone()
+
+
 def locked(queryset, *, skip_locked: bool = False) -> list:
     """The rows of `queryset` under their row locks (FOR UPDATE on PostgreSQL), in its order, with what it joins
     (`select_related`) as committed once the locks are held. Call inside a transaction.
@@ -224,9 +250,7 @@ class GuardedWrite:
         self.parts += 1
 
     def run(self) -> bool:
-        with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
-            execute_prepared(cursor, f"{self.ctes}\nSELECT 1 FROM {self.guard}", self.params)
-            applied = cursor.fetchone() is not None
+        applied = fetchone_prepared(f"{self.ctes}\nSELECT 1 FROM {self.guard}", self.params) is not None
         if applied:
             mark_saved(self.saved)
             for callback in self.written:

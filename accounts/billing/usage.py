@@ -26,7 +26,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 
 from accounts.billing.models import PAYING, Category, UsageCounter, UsageWarning
 from accounts.models import Project
-from core.db import execute_prepared
+from core.db import execute_prepared, fetchone_prepared
 from core.errors import BillingLimitExceeded
 
 SHARDS = 8
@@ -105,11 +105,9 @@ def allowance_read(*, project: Project, category: str, now: datetime) -> Allowan
     if _uncapped.get(key, 0.0) > time.monotonic():
         return Allowance(project_id=project.id, category=category, month=month, limit=None, usage=None)
     project_id = _db_value("project", project.id)
-    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
-        execute_prepared(
-            cursor, _ALLOWANCE_SQL[category], [project_id, category, _db_value("month", month), project_id]
-        )
-        own, status, usage = cursor.fetchone()
+    own, status, usage = fetchone_prepared(
+        _ALLOWANCE_SQL[category], [project_id, category, _db_value("month", month), project_id]
+    )
     limit = effective_limit(own, status)
     if limit is None and settings.BILLING_UNCAPPED_CACHE_SECONDS > 0:
         if len(_uncapped) >= _UNCAPPED_MAX:

@@ -3,9 +3,11 @@
 import uuid
 
 import pytest
+from django.db import DataError, connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from core.db import insert_prepared, insert_varied, select_prepared
+from core.db import fetchone_prepared, insert_prepared, insert_varied, select_prepared
 from messaging.models import Email, Suppression
 
 pytestmark = pytest.mark.django_db
@@ -80,3 +82,37 @@ def test_insert_varied_keeps_every_character_of_text_and_nulls_and_json_as_they_
     assert [stored[email_id]["to_name"] for email_id in ids] == values
     assert [stored[email_id]["template"] for email_id in ids] == [None] * len(values)
     assert [stored[email_id]["headers"] for email_id in ids] == headers
+
+
+def test_fetchone_prepared_reads_what_a_django_cursor_reads(project):
+    email = _email(project.project, id=uuid.uuid4())
+    insert_prepared([email])
+    sql = "SELECT subject, headers, created_at FROM messaging_email WHERE message_id = %s"
+    params = [email.message_id]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        expected = cursor.fetchone()
+    assert fetchone_prepared(sql, params) == expected
+    assert fetchone_prepared(sql, ["<none@alice.test>"]) is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_fetchone_prepared_raises_djangos_errors_and_works_after_them():
+    if connection.vendor != "postgresql":
+        pytest.skip("elsewhere it runs on a Django cursor")
+    with pytest.raises(DataError):
+        fetchone_prepared("SELECT 1 / %s", [0])
+    assert fetchone_prepared("SELECT %s + 1", [1]) == (2,)
+
+
+def test_fetchone_prepared_is_seen_by_a_connection_that_logs_its_queries():
+    with CaptureQueriesContext(connection) as captured:
+        fetchone_prepared("SELECT %s + 40", [2])
+    assert [query["sql"] for query in captured.captured_queries] == ["SELECT 2 + 40"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_fetchone_prepared_follows_the_connection_when_it_is_replaced():
+    assert fetchone_prepared("SELECT %s + 1", [1]) == (2,)
+    connection.close()
+    assert fetchone_prepared("SELECT %s + 2", [1]) == (3,)
