@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db.models import Q, QuerySet
 
 from accounts.models import Project
+from domains import mailauth
 from domains.dns import resolve
 from domains.models import Domain
 
@@ -68,3 +69,14 @@ def host_addresses(*, host: str) -> tuple[list[str], str]:
     answers = [resolve(host, rdtype) for rdtype in ("A", "AAAA")]
     addresses = [record for answer in answers if answer.found for record in answer.records]
     return addresses, "; ".join(answer.reason for answer in answers if answer.reason)
+
+
+def verified_domain_named(*, name: str) -> Domain | None:
+    """The verified claim of `name` (already normalized) with its project, or None: a verified name has one owner
+    across the service (`domain_verified_name`), so mail for it belongs to one project."""
+    return Domain.objects.filter(name=name, status=Domain.Status.VERIFIED).select_related("project").first()
+
+
+def message_authenticate(*, message: bytes, ip: str, mail_from: str, helo: str):
+    """SPF, DKIM and DMARC of a received message, looked up through the service's resolver (`domains.mailauth`)."""
+    return mailauth.authenticate(message=message, ip=ip, mail_from=mail_from, helo=helo)
