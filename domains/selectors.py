@@ -7,6 +7,7 @@ from accounts.models import Project
 from domains import mailauth
 from domains.dns import resolve
 from domains.models import Domain
+from domains.names import normalize_domain
 
 
 def domain_list(*, project: Project) -> QuerySet[Domain]:
@@ -72,8 +73,11 @@ def host_addresses(*, host: str) -> tuple[list[str], str]:
 
 
 def verified_domain_named(*, name: str) -> Domain | None:
-    """The verified claim of `name` (already normalized) with its project, or None: a verified name has one owner
-    across the service (`domain_verified_name`), so mail for it belongs to one project."""
+    """The verified claim of the domain `name` (normalized here; exactly that name, not a parent) with its project, or
+    None: a verified name has one owner across the service (`domain_verified_name`), so mail for it has one project."""
+    name = normalize_domain(name)
+    if name is None:
+        return None
     return Domain.objects.filter(name=name, status=Domain.Status.VERIFIED).select_related("project").first()
 
 
