@@ -215,3 +215,19 @@ def test_a_sent_message_bounces_back_to_its_own_return_path(inbound, project, se
     inbound.send(RFC3464.format(to=delivered.mail_from), to=delivered.mail_from, mail_from="")
     email.refresh_from_db()
     assert email.status == Email.Status.BOUNCED
+
+
+def test_operators_find_received_mail_and_reports_in_the_admin_read_only(inbound, project, admin_client):
+    email = sent_email(project.project)
+    inbound.send(RFC3464.format(to=address_of(email)), to=address_of(email), mail_from="")
+    raw = "From: carol@example.com\r\nTo: support@alice.test\r\nSubject: Question about Hello\r\n\r\nHi\r\n"
+    inbound.send(raw, to="support@alice.test")
+    received = Event.objects.get(name="email.received")
+    receipt = WebhookReceipt.objects.get(provider="smtp")
+
+    events = admin_client.get("/admin/contacts/event/", {"q": "email.received"}).content.decode()
+    assert f"/admin/contacts/event/{received.pk}/change/" in events and "email.bounce" not in events
+    receipts = admin_client.get("/admin/messaging/webhookreceipt/", {"provider": "smtp"}).content.decode()
+    assert f"/admin/messaging/webhookreceipt/{receipt.pk}/change/" in receipts and "hard bounce" in receipts
+    page = admin_client.get(f"/admin/contacts/event/{received.pk}/change/").content.decode()
+    assert "Question about Hello" in page and 'name="_save"' not in page
