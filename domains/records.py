@@ -1,6 +1,6 @@
 """The DNS records a domain owner publishes, and the check of each against DNS.
 
-Only the DKIM record is required for `verified`; SPF, DMARC and the return-path CNAME are
+Only the DKIM record is required for `verified`; SPF, DMARC, the return-path CNAME and the inbound MX are
 recommended and reported. Expected values depend on settings (SPF include, return-path host), so they are
 computed, not stored; the result of the last check is stored per purpose together with the value it checked, and a
 stored result for a value that has since changed shows as pending again.
@@ -21,6 +21,7 @@ class Purpose(StrEnum):
     SPF = "spf"
     DMARC = "dmarc"
     RETURN_PATH = "return_path"
+    INBOUND = "inbound"
 
 
 class CheckStatus(StrEnum):
@@ -98,6 +99,17 @@ def expected_records(domain: Domain) -> list[ExpectedRecord]:
                 required=False,
             )
         )
+    if settings.INBOUND_MX_HOST:
+        # Mail for the domain reaches the service's inbound listener (docs/smtp.md, "Inbound mail").
+        records.append(
+            ExpectedRecord(
+                purpose=Purpose.INBOUND,
+                type="MX",
+                name=domain.name,
+                value=f"10 {settings.INBOUND_MX_HOST}",
+                required=False,
+            )
+        )
     return records
 
 
@@ -148,11 +160,20 @@ def _judge_return_path(record: ExpectedRecord, result: DnsResult, public_key: st
     )
 
 
+def _judge_inbound(record: ExpectedRecord, result: DnsResult, public_key: str) -> RecordCheck:
+    # Any preference will do: what matters is that the domain's mail is routed to the service's host.
+    host = record.value.split()[1]
+    if any(text.split()[-1] == host for text in result.records):
+        return RecordCheck(CheckStatus.VALID)
+    return RecordCheck(CheckStatus.INVALID, f"No MX record at {record.name} points to {host}")
+
+
 _JUDGES = {
     Purpose.DKIM: _judge_dkim,
     Purpose.SPF: _judge_spf,
     Purpose.DMARC: _judge_dmarc,
     Purpose.RETURN_PATH: _judge_return_path,
+    Purpose.INBOUND: _judge_inbound,
 }
 
 

@@ -4,8 +4,10 @@ from django.conf import settings
 from django.db.models import Q, QuerySet
 
 from accounts.models import Project
+from domains import mailauth
 from domains.dns import resolve
 from domains.models import Domain
+from domains.names import normalize_domain
 
 
 def domain_list(*, project: Project) -> QuerySet[Domain]:
@@ -68,3 +70,17 @@ def host_addresses(*, host: str) -> tuple[list[str], str]:
     answers = [resolve(host, rdtype) for rdtype in ("A", "AAAA")]
     addresses = [record for answer in answers if answer.found for record in answer.records]
     return addresses, "; ".join(answer.reason for answer in answers if answer.reason)
+
+
+def verified_domain_named(*, name: str) -> Domain | None:
+    """The verified claim of the domain `name` (normalized here; exactly that name, not a parent) with its project, or
+    None: a verified name has one owner across the service (`domain_verified_name`), so mail for it has one project."""
+    name = normalize_domain(name)
+    if name is None:
+        return None
+    return Domain.objects.filter(name=name, status=Domain.Status.VERIFIED).select_related("project").first()
+
+
+def message_authenticate(*, message: bytes, ip: str, mail_from: str, helo: str):
+    """SPF, DKIM and DMARC of a received message, looked up through the service's resolver (`domains.mailauth`)."""
+    return mailauth.authenticate(message=message, ip=ip, mail_from=mail_from, helo=helo)

@@ -472,6 +472,8 @@ SMTP_TLS_KEY_FILE = env.str("SMTP_TLS_KEY_FILE", default="")
 SMTP_MAX_MESSAGE_BYTES = env.int("SMTP_MAX_MESSAGE_BYTES", default=10 * 1024 * 1024)
 SMTP_MAX_RECIPIENTS = env.int("SMTP_MAX_RECIPIENTS", default=50)
 SMTP_ALLOW_PLAINTEXT_AUTH = env.bool("SMTP_ALLOW_PLAINTEXT_AUTH", default=False)
+# Messages the inbound listener takes from one client address per minute; past it MAIL FROM is answered 450 (0: off).
+SMTP_INBOUND_RATE_LIMIT_PER_MINUTE = env.int("SMTP_INBOUND_RATE_LIMIT_PER_MINUTE", default=120)
 # The host that a domain's optional inbound MX record names (domains' records); empty: no such record is suggested.
 INBOUND_MX_HOST = env.str("INBOUND_MX_HOST", default="").rstrip(".").lower()
 

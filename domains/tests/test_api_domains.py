@@ -310,3 +310,29 @@ def test_delete_is_allowed_when_another_verified_domain_covers_the_sender(secret
     body = add_domain(secret_client)
     template_sender.append({"type": "template", "id": "t1", "name": "Welcome", "from": "hi@news.example.com"})
     assert secret_client.delete(f"/domains/{body['id']}").status_code == 204
+
+
+@override_settings(INBOUND_MX_HOST="mx.herald.example")
+def test_the_inbound_mx_is_an_optional_record_judged_by_the_host_it_names(secret_client, dns_server):
+    body = add_domain(secret_client)
+    assert record(body, "inbound") == {
+        "type": "MX",
+        "name": "example.com",
+        "value": "10 mx.herald.example",
+        "purpose": "inbound",
+        "required": False,
+        "status": "pending",
+        "lastError": None,
+    }
+    publish(dns_server.zone, body, "dkim")
+    dns_server.zone[("example.com", "MX")] = ["10 mail.elsewhere.example."]
+    checked = secret_client.get(f"/domains/{body['id']}/verify").json()
+    # The domain is verified without it (optional), and the record says what is wrong.
+    assert checked["status"] == "verified"
+    assert (record(checked, "inbound")["status"], record(checked, "inbound")["lastError"]) == (
+        "invalid",
+        "No MX record at example.com points to mx.herald.example",
+    )
+    dns_server.zone[("example.com", "MX")] = ["20 mx.herald.example.", "10 mail.elsewhere.example."]
+    checked = secret_client.get(f"/domains/{body['id']}/verify").json()
+    assert record(checked, "inbound")["status"] == "valid"

@@ -33,6 +33,7 @@ ACTIVITY_TYPES = (
     "email.bounced",
     "email.complained",
     "email.failed",
+    "email.received",
     "event.triggered",
     "contact.subscribed",
     "contact.unsubscribed",
@@ -52,6 +53,7 @@ EVENT_TYPES = {
     "email.bounce": "email.bounced",
     "email.complaint": "email.complained",
     "email.failed": "email.failed",
+    "email.received": "email.received",  # a message received for one of the project's domains (messaging.smtp)
     SUBSCRIBED_EVENT: SUBSCRIBED_EVENT,
     UNSUBSCRIBED_EVENT: UNSUBSCRIBED_EVENT,
 }

@@ -38,6 +38,7 @@ from core.time import iso
 from domains.models import Domain
 from domains.services import domain_sign_message, sender_domain_for
 from messaging.engagement.links import PAGES, system_links
+from messaging.feedback.returnpath import bounce_address
 from messaging.feedback.suppression import emails_skip_suppressed
 from messaging.models import Email, EmailType
 from messaging.sending import mime
@@ -207,9 +208,11 @@ def build_message(email: Email, domain: Domain) -> PreparedMessage:
             message.attach(attachment.filename, attachment.content, attachment.content_type)
         return message
 
+    # With a return-path host, reports of this message come back to an address that names it (feedback.returnpath).
+    bounce = bounce_address(email_id=email.id, domain_name=domain.name)
     return PreparedMessage(
         raw=raw,
-        envelope_from=mime.format_address("", email.from_email),
+        envelope_from=bounce or mime.format_address("", email.from_email),
         recipients=[mime.format_address("", email.to_email)],
         as_email_message=as_email_message,
     )

@@ -419,3 +419,36 @@ def test_a_claim_finds_its_rows_by_id_among_many_queued_before_any_analyze(proje
     assert "email_status_claimed" not in plan, plan
     assert "messaging_email_pkey" in plan, plan
     assert len(emails_claim(email_ids=[email.id for email in rows[:50]])) == 50
+
+
+def test_with_a_return_path_host_the_envelope_sender_is_the_emails_bounce_address(send, smtp_sink, settings):
+    from messaging.feedback.returnpath import token_read
+
+    message = {
+        "to": "ann@example.test",
+        "from": {"name": "Alice", "email": "hi@news.alice.test"},
+        "subject": "S",
+        "body": "<p>B</p>",
+    }
+    assert send(message).status_code == 200
+    settings.DOMAINS_RETURN_PATH_HOST = "bounces.herald.example"
+    response = send(message)
+    assert response.status_code == 200, response.content
+    email_id = response.json()["data"]["emails"][0]["email"]
+    plain, returned = smtp_sink.received
+    assert plain.mail_from == "hi@news.alice.test"
+    # At the bounce subdomain of the verified domain that signs the message; the header From is unchanged.
+    local, _, host = returned.mail_from.partition("@")
+    assert host == "bounces.alice.test" and local.startswith("bounce+") and len(local) <= 64
+    assert str(token_read(local.removeprefix("bounce+"))) == email_id
+    assert returned.message["From"] == "Alice <hi@news.alice.test>"
+
+
+def test_a_provider_backend_keeps_the_sender_when_a_return_path_host_is_set(send, settings):
+    from django.core import mail
+
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    settings.DOMAINS_RETURN_PATH_HOST = "bounces.herald.example"
+    send({"to": "ann@example.test", "from": "hi@alice.test", "subject": "S", "body": "<p>B</p>"})
+    [message] = mail.outbox
+    assert message.from_email == "Alice's shop <hi@alice.test>"
