@@ -8,9 +8,11 @@ one whose parts the send rules refuse raises their `ValidationFailed`.
 """
 
 import html as html_lib
+import re
 from dataclasses import dataclass, field
 from email import policy
 from email.errors import MessageError
+from email.header import decode_header, make_header
 from email.message import EmailMessage
 from email.parser import BytesParser
 
@@ -40,6 +42,7 @@ _NOT_CARRIED = frozenset(
     )
 )
 _PARSER = BytesParser(policy=policy.default)
+_FOLD = re.compile(r"\r?\n(?=[ \t])")
 
 
 class Unparseable(Exception):
@@ -99,27 +102,44 @@ def message_read(raw: bytes, *, default_sender_name: str) -> Submitted:
     )
 
 
+def _addresses(message: EmailMessage, name: str, field: str) -> list:
+    """The addresses of every `name` header. The `email` package refuses to make an address of a display name that
+    decodes to a line break (an encoded word hiding CR or LF): that is a name `/v1/send` would refuse at `field`
+    (550), not a message that cannot be read."""
+    try:
+        return [address for header in message.get_all(name) or [] for address in header.addresses]
+    except ValueError:
+        decoded = (
+            str(make_header(decode_header(_FOLD.sub(" ", value))))
+            for header_name, value in message.raw_items()
+            if header_name.lower() == name.lower()
+        )
+        if any(not header_safe(value) for value in decoded):
+            raise ValidationFailed.field(
+                field, "Name must be one line of at most 255 characters, without NUL characters", "invalid_string"
+            ) from None
+        raise
+
+
 def _sender(message: EmailMessage) -> Address:
     """The one address of the one From header, under `/v1/send`'s rules for `from` (a display name is one line)."""
-    headers = message.get_all("From") or []
-    if len(headers) != 1 or len(headers[0].addresses) != 1:
+    addresses = _addresses(message, "From", "from.name")
+    if len(message.get_all("From") or []) != 1 or len(addresses) != 1:
         raise Unparseable("The message must have one From header with one address")
-    address = headers[0].addresses[0]
+    [address] = addresses
     return parse.parse_sender({"email": address.addr_spec, "name": address.display_name})
 
 
 def _first_address(message: EmailMessage, name: str) -> str:
-    header = message.get(name)
-    addresses = header.addresses if header is not None else ()
+    addresses = _addresses(message, name, "reply")
     return addresses[0].addr_spec if addresses else ""
 
 
 def _names(message: EmailMessage) -> dict[str, str]:
     names = {}
     for name in ("To", "Cc"):
-        for header in message.get_all(name) or []:
-            for address in header.addresses:
-                names.setdefault(address.addr_spec.lower(), address.display_name)
+        for address in _addresses(message, name, "to.name"):
+            names.setdefault(address.addr_spec.lower(), address.display_name)
     return names
 
 

@@ -80,12 +80,12 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def listeners_check(configured: list[Listener], tls: ssl.SSLContext | None) -> None:
+def listeners_check(configured: list[Listener], config: "Config") -> None:
     """Refuse to start a listener that would take a secret key in clear text from the network: plaintext AUTH is
     allowed only on loopback unless STARTTLS is configured."""
     for listener in configured:
         host, _ = listener.host_port
-        if listener.takes_auth and settings.SMTP_ALLOW_PLAINTEXT_AUTH and tls is None and not _loopback(host):
+        if listener.takes_auth and config.allow_plaintext_auth and config.tls is None and not _loopback(host):
             raise ImproperlyConfigured(
                 f"SMTP_ALLOW_PLAINTEXT_AUTH is set but {listener.name} listens on {listener.address}, which is not "
                 "loopback, without TLS: set SMTP_TLS_CERT_FILE and SMTP_TLS_KEY_FILE, or listen on 127.0.0.1"
@@ -98,18 +98,37 @@ def _credentials_decoded(server, session, envelope, mechanism, auth_data) -> Aut
     return AuthResult(success=True, auth_data=auth_data)
 
 
+@dataclass(frozen=True)
+class Config:
+    """What the settings say for every listener, read once when the server is built."""
+
+    hostname: str
+    max_message_bytes: int
+    tls: ssl.SSLContext | None
+    allow_plaintext_auth: bool
+
+    @classmethod
+    def from_settings(cls) -> "Config":
+        return cls(
+            hostname=settings.SMTP_HOSTNAME,
+            max_message_bytes=settings.SMTP_MAX_MESSAGE_BYTES,
+            tls=tls_context(),
+            allow_plaintext_auth=settings.SMTP_ALLOW_PLAINTEXT_AUTH,
+        )
+
+
 class Session(SMTP):
     """aiosmtpd's SMTP session with what every Herald listener adds: AUTH checked by the handler's `authenticate`
     coroutine, the ruled reply to an oversized message, and its place in the server's set of open sessions."""
 
-    def __init__(self, listener: Listener, sessions: set, tls: ssl.SSLContext | None, loop):
+    def __init__(self, listener: Listener, config: Config, sessions: set, loop):
         super().__init__(
             listener.handler,
-            hostname=settings.SMTP_HOSTNAME,
+            hostname=config.hostname,
             ident="Herald ESMTP",
-            data_size_limit=settings.SMTP_MAX_MESSAGE_BYTES,
-            tls_context=tls,
-            auth_require_tls=not settings.SMTP_ALLOW_PLAINTEXT_AUTH,
+            data_size_limit=config.max_message_bytes,
+            tls_context=config.tls,
+            auth_require_tls=not config.allow_plaintext_auth,
             authenticator=_credentials_decoded if listener.takes_auth else None,
             auth_exclude_mechanism=() if listener.takes_auth else ("PLAIN", "LOGIN"),
             loop=loop,
@@ -161,8 +180,8 @@ class SmtpServer:
 
     def __init__(self, configured: list[Listener]):
         self.listeners = configured
-        self.tls = tls_context()
-        listeners_check(configured, self.tls)
+        self.config = Config.from_settings()
+        listeners_check(configured, self.config)
         self.sessions: set[Session] = set()
         self.servers: list[asyncio.Server] = []
 
@@ -173,7 +192,7 @@ class SmtpServer:
         for listener in self.listeners:
             host, port = listener.host_port
             server = await loop.create_server(
-                lambda listener=listener: Session(listener, self.sessions, self.tls, loop), host, port
+                lambda listener=listener: Session(listener, self.config, self.sessions, loop), host, port
             )
             self.servers.append(server)
             bound.append((listener, server.sockets[0].getsockname()[:2]))

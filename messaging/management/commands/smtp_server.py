@@ -17,7 +17,7 @@ class Command(BaseCommand):
             raise CommandError("No SMTP listener is configured: set SMTP_SUBMISSION_LISTEN or SMTP_INBOUND_LISTEN")
 
         def started(server, bound):
-            tls = "STARTTLS offered" if server.tls is not None else "no TLS"
+            tls = "STARTTLS offered" if server.config.tls is not None else "no TLS"
             for listener, (host, port) in bound:
                 self.stdout.write(f"SMTP {listener.name} listening on {host}:{port} ({tls})")
             self.stdout.flush()
