@@ -16,8 +16,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from accounts.http.idempotency import idempotency_claim, idempotency_finish, idempotency_record_get
-from accounts.models import Project
+from accounts.http.idempotency import idempotency_claim, idempotency_record_get
+from accounts.models import IdempotencyRecord, Project
 from accounts.tenancy.selectors import api_key_lookup
 from core.errors import BillingLimitExceeded, ServiceError, ValidationFailed
 from core.metrics import SMTP_MESSAGES
@@ -113,8 +113,15 @@ def _accepted_before(project: Project, key: str) -> Reply | None:
     return Reply(f"250 2.0.0 Ok: {record.path}", outcome="accepted", reason="resend")
 
 
-class _AcceptedMeanwhile(Exception):
-    """A concurrent submission of the same Message-ID committed first: this one's emails are rolled back."""
+class _AcceptedBefore(Exception):
+    """The project already accepted a message with this Message-ID (committed, or committing concurrently)."""
+
+
+class _Refused(Exception):
+    """A refusal found inside the transaction: raised so that the Message-ID's record is rolled back with it."""
+
+    def __init__(self, reply: Reply):
+        self.reply = reply
 
 
 def _refusal(error: ServiceError) -> Reply:
@@ -138,13 +145,14 @@ def message_submit(*, project: Project, recipients: list[str], raw: bytes) -> Re
     """Queue the emails of one submitted message, one per envelope recipient, as `POST /v1/send` would; the reply.
 
     1. Read the message (`messaging.smtp.message`): unparseable 554, refused by the send rules 550.
-    2. A message whose Message-ID the project had accepted within the idempotency records' lifetime gets the reply
-       it got then, and nothing is stored or sent again.
-    3. Count it against the project's secret-key rate limit (the one `/v1/send` counts in): past it, 451 4.7.1.
-    4. In one transaction: queue the emails (`emails_queue`, the SEND policy: the verified sender domain, the monthly
-       cap, the contacts' upsert, rendering and the hand-over to delivery after the commit) and record the
-       Message-ID. Of two concurrent submissions of one Message-ID the unique record lets one commit; the other
-       rolls its emails back and gets the first one's reply.
+    2. In one transaction: record the Message-ID among the project's idempotency records; count the message against
+       the project's secret-key rate limit (the one `/v1/send` counts in; past it 451 4.7.1); queue the emails
+       (`emails_queue`, the SEND policy: the verified sender domain, the monthly cap, the contacts' upsert,
+       rendering and the hand-over to delivery after the commit); and write the reply into the record. A refusal
+       rolls the record back with the rest.
+    3. A Message-ID the project already accepted within the records' lifetime finds its record taken: nothing is
+       stored, counted or sent, and the reply is the one the record holds. Of two concurrent submissions of one
+       Message-ID, the second's insert waits for the first's commit and then finds it taken too.
     """
     try:
         submitted = message_read(raw, default_sender_name=project.name)
@@ -154,24 +162,30 @@ def message_submit(*, project: Project, recipients: list[str], raw: bytes) -> Re
     except ValidationFailed as error:
         return _refusal(error)
     key = _resend_key(submitted.message_id) if submitted.message_id else None
-    if key is not None and (before := _accepted_before(project, key)) is not None:
-        return before
-    limit = rate_limit_hit(project_scope(project.id, "secret"))
-    if limit is not None and limit.exceeded:
-        return _reply("451 4.7.1", f"Rate limit exceeded, try again in {limit.reset} seconds", "rate")
     try:
         with transaction.atomic():
-            queued = emails_queue(project=project, content=submitted.content, recipients=addresses, policy=SEND)
-            reply = f"queued as {queued[0].email.id}"
+            record = None
             if key is not None:
-                record = idempotency_claim(project=project, key=key, method=RESEND_METHOD, path=reply)
+                record = idempotency_claim(project=project, key=key, method=RESEND_METHOD, path="")
                 if record is None:
-                    raise _AcceptedMeanwhile
-                idempotency_finish(record=record, status_code=250)
-    except _AcceptedMeanwhile:
-        return _accepted_before(project, key) or _reply("451 4.3.0", "Try again", "internal")
-    except ServiceError as error:
-        return _refusal(error)
+                    raise _AcceptedBefore
+            limit = rate_limit_hit(project_scope(project.id, "secret"))
+            if limit is not None and limit.exceeded:
+                raise _Refused(_reply("451 4.7.1", f"Rate limit exceeded, try again in {limit.reset} seconds", "rate"))
+            try:
+                queued = emails_queue(project=project, content=submitted.content, recipients=addresses, policy=SEND)
+            except ServiceError as error:
+                raise _Refused(_refusal(error)) from error
+            reply = f"queued as {queued[0].email.id}"
+            if record is not None:
+                # What the accepting reply named, for a resend's (the record's `path`, for an HTTP key the request's).
+                IdempotencyRecord.objects.filter(pk=record.pk).update(path=reply, status_code=250)
+    except _AcceptedBefore:
+        return _accepted_before(project, key) or _reply(
+            "451 4.3.0", "The message is being accepted, try again", "internal"
+        )
+    except _Refused as refused:
+        return refused.reply
     return Reply(f"250 2.0.0 Ok: {reply}", outcome="accepted")
 
 
