@@ -27,12 +27,17 @@ migrate: install
 # Web server, Celery worker and celery-beat in one terminal; Ctrl-C stops all three.
 run: export DEBUG ?= true
 run: export PUBLIC_URL ?= http://localhost:$(PORT)
+# The SMTP listeners on loopback, where AUTH without TLS is allowed (docs/smtp.md).
+run: export SMTP_SUBMISSION_LISTEN ?= 127.0.0.1:2587
+run: export SMTP_INBOUND_LISTEN ?= 127.0.0.1:2525
+run: export SMTP_ALLOW_PLAINTEXT_AUTH ?= true
 run: migrate
 	$(BIN)/python manage.py bootstrap_dev
 	trap 'kill 0' INT TERM EXIT; \
 	$(BIN)/gunicorn -c config/gunicorn.py config.wsgi --bind 127.0.0.1:$(PORT) --access-logfile - & \
 	$(BIN)/celery -A config worker --loglevel INFO --concurrency 2 & \
 	$(BIN)/celery -A config beat --loglevel INFO & \
+	$(BIN)/python manage.py smtp_server & \
 	wait
 
 # On PostgreSQL (and Redis) when they answer on 127.0.0.1, else SQLite; an explicit DATABASE_URL always wins.

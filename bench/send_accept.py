@@ -39,6 +39,11 @@ end
 """
 
 
+def send_options(key: str, connections: int) -> dict:
+    """wrk's options for `/v1/send` requests of one new recipient each (bench/smtp_bench.py sends the same)."""
+    return dict(key=key, connections=connections, method="POST", body_lua=BODY_LUA, request_lua=REQUEST_LUA)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=int, default=20)
@@ -61,13 +66,7 @@ def main() -> None:
     with gunicorn(
         env, port=args.port, workers=args.workers, threads=args.threads, worker_connections=args.worker_connections
     ) as base:
-        options = dict(
-            key=project["secretKey"],
-            connections=args.connections,
-            method="POST",
-            body_lua=BODY_LUA,
-            request_lua=REQUEST_LUA,
-        )
+        options = send_options(project["secretKey"], args.connections)
         wrk(f"{base}/v1/send", seconds=3, **options)  # warm-up
         for _ in range(args.runs):
             runs.append(wrk(f"{base}/v1/send", seconds=args.seconds, **options))

@@ -156,6 +156,36 @@ def check_smtp() -> Finding:
     )
 
 
+def check_smtp_listeners() -> list[Finding]:
+    """Each SMTP listener of `manage.py smtp_server` that the settings turn on answers an EHLO where it listens (a
+    wildcard address is asked on loopback)."""
+    findings = []
+    for name, address in (("submission", settings.SMTP_SUBMISSION_LISTEN), ("inbound", settings.SMTP_INBOUND_LISTEN)):
+        check = f"smtp {name}"
+        if not address:
+            findings.append(Finding(check, NOT_CONFIGURED, f"SMTP_{name.upper()}_LISTEN is empty: the listener is off"))
+            continue
+        host, _, port = address.rpartition(":")
+        host = {"0.0.0.0": "127.0.0.1", "[::]": "::1", "": "127.0.0.1"}.get(host, host.strip("[]"))
+
+        def ehlo(host=host, port=port) -> None:
+            with smtplib.SMTP(host, int(port), timeout=5) as client:
+                code, answer = client.ehlo()
+                if code != 250:
+                    raise smtplib.SMTPResponseException(code, answer)
+
+        findings.append(
+            _probe(
+                check,
+                ehlo,
+                "Start `manage.py smtp_server` (deploy/systemd/herald-smtp.service) or empty the setting; its log "
+                "says what it listens on.",
+                f"{address} answers EHLO",
+            )
+        )
+    return findings
+
+
 def check_dns(name: str) -> Finding:
     servers = ", ".join(settings.DNS_NAMESERVERS) or "the system's resolver"
     result = dns.resolve(name, "A", use_cache=False)
@@ -289,6 +319,7 @@ def doctor_run(*, dns_name: str) -> list[Finding]:
         ("broker", check_broker),
         ("beat", check_beat),
         ("smtp", check_smtp),
+        ("smtp listeners", check_smtp_listeners),
         ("dns", lambda: check_dns(dns_name)),
         ("queues", check_queues),
         ("stuck work", check_stuck),

@@ -20,10 +20,11 @@ def test_nginx_body_limit_and_proxy_headers_match_the_service():
     assert "proxy_set_header Host $host;" in site
 
 
-def test_units_start_web_worker_and_beat():
+def test_units_start_web_worker_beat_and_smtp():
     units = {path.stem: path.read_text() for path in (DEPLOY / "systemd").glob("*.service")}
-    assert set(units) == {"herald-web", "herald-worker", "herald-beat"}
+    assert set(units) == {"herald-web", "herald-worker", "herald-beat", "herald-smtp"}
     assert "gunicorn -c config/gunicorn.py config.wsgi" in units["herald-web"]
     assert "celery -A config worker" in units["herald-worker"]
     assert "celery -A config beat" in units["herald-beat"]
+    assert "manage.py smtp_server" in units["herald-smtp"]
     assert all("Restart=always" in unit and "EnvironmentFile=" in unit for unit in units.values())

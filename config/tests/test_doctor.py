@@ -15,10 +15,12 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 from accounts.models import Job
 from campaigns.models import Campaign, CampaignStatus
 from config.schedule import BEAT_SCHEDULE
+from config.tests.processes import free_port
 from contacts.models import Contact
 from domains.dns import clear_local_cache
 from domains.tests.dnsserver import DnsServer, SilentServer
 from messaging.models import Email
+from messaging.smtp.tests.servers import running
 from workflows.models import ExecutionStatus, Workflow, WorkflowExecution
 
 pytestmark = pytest.mark.django_db
@@ -67,6 +69,8 @@ def test_a_healthy_installation(project, beat_ran, smtp_sink, dns_server, settin
         "broker": "not configured" if settings.CELERY_BROKER_URL.startswith("filesystem") else "ok",
         "beat": "ok",
         "smtp": "ok",
+        "smtp submission": "not configured",
+        "smtp inbound": "not configured",
         "dns": "ok",
         "queues": "info",
         "stuck emails": "ok",
@@ -84,6 +88,22 @@ def test_not_configured_components_never_fail(project, beat_ran, dns_server, set
     status, checks = doctor()
     assert status == 0
     assert checks["smtp"]["state"] == checks["redis"]["state"] == "not configured"
+
+
+def test_each_configured_smtp_listener_must_answer_ehlo(project, beat_ran, smtp_sink, dns_server, settings):
+    settings.SMTP_INBOUND_LISTEN = f"127.0.0.1:{free_port()}"  # nothing listens there
+    with running(SMTP_ALLOW_PLAINTEXT_AUTH=True) as server:
+        settings.SMTP_SUBMISSION_LISTEN = f"0.0.0.0:{server.port}"
+        status, checks = doctor()
+    assert status == 2
+    assert checks["smtp submission"] == {
+        "name": "smtp submission",
+        "state": "ok",
+        "detail": f"0.0.0.0:{server.port} answers EHLO",
+        "advice": "",
+    }
+    assert checks["smtp inbound"]["state"] == "problem"
+    assert "ConnectionRefusedError" in checks["smtp inbound"]["detail"]
 
 
 def test_redis_is_checked_when_it_is_the_cache(project, beat_ran, smtp_sink, dns_server, redis_cache):

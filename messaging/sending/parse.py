@@ -4,6 +4,7 @@
 import base64
 import binascii
 import re
+from dataclasses import replace
 from typing import Any
 
 from django.conf import settings
@@ -143,48 +144,73 @@ def _string(item: dict, key: str, path: str, *, required: bool) -> str | None:
 
 
 def parse_attachments(value: Any) -> list[Attachment]:
-    """Attachment items `{filename, content (base64), contentType, contentId?, disposition?}`: at most 10 and
-    `SEND_ATTACHMENTS_MAX_BYTES` decoded in total."""
+    """Attachment items `{filename, content (base64), contentType, contentId?, disposition?}`, within the limits of
+    `attachment_check` and `attachments_check_total`."""
     if value is None:
         return []
     if not isinstance(value, list):
         raise ValidationFailed.field("attachments", "Expected array", "invalid_type", received=json_type(value))
-    if len(value) > MAX_ATTACHMENTS:
-        raise ValidationFailed.field("attachments", f"At most {MAX_ATTACHMENTS} attachments", "too_big")
-    attachments, total = [], 0
+    attachments_check_count(len(value))
+    attachments = []
     for index, item in enumerate(value):
         path = f"attachments.{index}"
         if not isinstance(item, dict):
             raise ValidationFailed.field(path, "Expected object", "invalid_type", received=json_type(item))
         filename = _string(item, "filename", path, required=True)
-        if not 1 <= len(filename) <= 255 or not header_safe(filename) or '"' in filename:
-            raise ValidationFailed.field(
-                f"{path}.filename",
-                "1 to 255 characters without quotes, line breaks or NUL characters",
-                "invalid_string",
-            )
         content_type = _string(item, "contentType", path, required=False) or "application/octet-stream"
-        if not re.match(r"^[\w.+-]+/[\w.+-]+$", content_type):
-            raise ValidationFailed.field(
-                f"{path}.contentType", "Expected a MIME type such as application/pdf", "invalid_string"
-            )
         disposition = _string(item, "disposition", path, required=False) or "attachment"
-        if disposition not in ("attachment", "inline"):
-            raise ValidationFailed.field(f"{path}.disposition", "Expected attachment or inline", "invalid_enum_value")
         content_id = _string(item, "contentId", path, required=disposition == "inline")
-        if content_id is not None and not re.match(r"^[\w.@+-]{1,200}$", content_id):
-            raise ValidationFailed.field(f"{path}.contentId", "Letters, digits and . @ + - _ only", "invalid_string")
+        attachment = Attachment(filename, b"", content_type, content_id, disposition)
+        attachment_check(attachment, path)
         encoded = _string(item, "content", path, required=True)
         try:
             content = base64.b64decode(encoded, validate=True)
         except (binascii.Error, ValueError):
             raise ValidationFailed.field(f"{path}.content", "Content must be valid base64", "invalid_string") from None
-        total += len(content)
-        if total > settings.SEND_ATTACHMENTS_MAX_BYTES:
-            raise ValidationFailed.field(
-                "attachments",
-                f"Attachments are at most {settings.SEND_ATTACHMENTS_MAX_BYTES} bytes in total (decoded)",
-                "too_big",
-            )
-        attachments.append(Attachment(filename, content, content_type, content_id, disposition))
+        attachments.append(replace(attachment, content=content))
+        attachments_check_total(attachments)
     return attachments
+
+
+def attachments_check(attachments: list[Attachment]) -> None:
+    """The limits of `/v1/send`'s attachments for attachments that came decoded (a message submitted over SMTP)."""
+    attachments_check_count(len(attachments))
+    for index, attachment in enumerate(attachments):
+        attachment_check(attachment, f"attachments.{index}")
+    attachments_check_total(attachments)
+
+
+def attachments_check_count(count: int) -> None:
+    if count > MAX_ATTACHMENTS:
+        raise ValidationFailed.field("attachments", f"At most {MAX_ATTACHMENTS} attachments", "too_big")
+
+
+def attachment_check(attachment: Attachment, path: str) -> None:
+    """One attachment's names: a filename that fits a quoted header parameter, a MIME type, an inline attachment's
+    content id."""
+    filename = attachment.filename
+    if not 1 <= len(filename) <= 255 or not header_safe(filename) or '"' in filename:
+        raise ValidationFailed.field(
+            f"{path}.filename",
+            "1 to 255 characters without quotes, line breaks or NUL characters",
+            "invalid_string",
+        )
+    if not re.match(r"^[\w.+-]+/[\w.+-]+$", attachment.content_type):
+        raise ValidationFailed.field(
+            f"{path}.contentType", "Expected a MIME type such as application/pdf", "invalid_string"
+        )
+    if attachment.disposition not in ("attachment", "inline"):
+        raise ValidationFailed.field(f"{path}.disposition", "Expected attachment or inline", "invalid_enum_value")
+    if attachment.disposition == "inline" and attachment.content_id is None:
+        raise ValidationFailed.field(f"{path}.contentId", "Required", "invalid_type", received="undefined")
+    if attachment.content_id is not None and not re.match(r"^[\w.@+-]{1,200}$", attachment.content_id):
+        raise ValidationFailed.field(f"{path}.contentId", "Letters, digits and . @ + - _ only", "invalid_string")
+
+
+def attachments_check_total(attachments: list[Attachment]) -> None:
+    if sum(len(attachment.content) for attachment in attachments) > settings.SEND_ATTACHMENTS_MAX_BYTES:
+        raise ValidationFailed.field(
+            "attachments",
+            f"Attachments are at most {settings.SEND_ATTACHMENTS_MAX_BYTES} bytes in total (decoded)",
+            "too_big",
+        )

@@ -1,18 +1,15 @@
-"""The inbound handler mounted on a real aiosmtpd server on loopback, driven with smtplib as a remote mail server
-would, against the loopback DNS server of the domains tests."""
+"""The inbound listener of `manage.py smtp_server` on loopback, driven with smtplib as a remote mail server would,
+against the loopback DNS server of the domains tests."""
 
 import re
 import smtplib
 from dataclasses import dataclass
 
 import pytest
-from aiosmtpd.controller import Controller
-
-from config.tests.processes import free_port
 
 # The loopback DNS server, with the service's resolver pointed at it.
 from domains.tests.conftest import _dns_server, _fresh_dns_memory, dns_server, dns_zone  # noqa: F401
-from messaging.smtp.inbound import InboundHandler
+from messaging.smtp.tests.servers import running
 
 
 @dataclass
@@ -60,10 +57,5 @@ def _text(reply: tuple[int, bytes]) -> tuple[int, str]:
 @pytest.fixture
 def inbound(transactional_db, settings) -> Inbound:
     """The listener on loopback: `inbound.send(raw, to=...)`."""
-    port = free_port()
-    controller = Controller(
-        InboundHandler(), hostname="127.0.0.1", port=port, data_size_limit=settings.SMTP_MAX_MESSAGE_BYTES
-    )
-    controller.start()
-    yield Inbound("127.0.0.1", port)
-    controller.stop()
+    with running(listener="inbound") as server:
+        yield Inbound(server.host, server.port)

@@ -1,0 +1,206 @@
+"""A submitted message (RFC 5322 bytes) read as the content of a send: what `POST /v1/send` would have been given.
+
+The message is parsed with the standard library's `email` package (`policy.default`, which decodes encoded words),
+and every part goes through the same checks as the fields of `/v1/send` (`messaging.sending.parse`): the sender and
+the recipients' display names, `Reply-To`, the extra headers and the attachments' limits. A message that the `email`
+package cannot make sense of (no single From address, no text or HTML body, an unknown charset) is `Unparseable`;
+one whose parts the send rules refuse raises their `ValidationFailed`.
+"""
+
+import html as html_lib
+import re
+from dataclasses import dataclass, field
+from email import policy
+from email.contentmanager import raw_data_manager
+from email.errors import MessageError
+from email.header import decode_header, make_header
+from email.message import EmailMessage
+from email.parser import BytesParser
+
+from core.errors import ValidationFailed
+from messaging.models import EmailType
+from messaging.sending import parse
+from messaging.sending.mime import Attachment
+from messaging.sending.services import SendContent
+from messaging.vocabulary import Address, header_safe
+
+# Headers of the message that do not become extra headers of the copies: the ones the service writes itself
+# (`parse.OWNED_HEADERS`: From, To, Cc, Subject, Message-ID...), the one given a field of its own (Reply-To), the
+# top level's MIME headers (the copies are built again, `messaging.sending.mime`) and the trace of the client's own
+# hops and checks.
+_NOT_CARRIED = frozenset(
+    name.lower()
+    for name in (
+        "Reply-To",
+        "Sender",
+        "Received",
+        "Delivered-To",
+        "X-Original-To",
+        "Authentication-Results",
+        "ARC-Seal",
+        "ARC-Message-Signature",
+        "ARC-Authentication-Results",
+    )
+)
+# The structure is parsed with compat32 (headers kept as the raw strings they were), and the few headers read are
+# then made as policy.default makes them (`_headers_named`): policy.default builds a header object anew at every
+# access, and walking the parts reads Content-Type dozens of times, which took three quarters of a message's parse.
+_PARSER = BytesParser(_class=EmailMessage, policy=policy.compat32)
+_HEADERS = policy.default
+_FOLD = re.compile(r"\r?\n(?=[ \t])")
+
+
+class Unparseable(Exception):
+    """A message the `email` package cannot read as a send (554 5.6.0)."""
+
+
+@dataclass
+class Submitted:
+    """A submitted message as the content of a send, and the display names its To and Cc give the addresses."""
+
+    message_id: str
+    content: SendContent
+    names: dict[str, str] = field(default_factory=dict)
+
+    def recipients(self, addresses: list[str]) -> list[Address]:
+        """The envelope's recipients (RCPT TO) as the send's, each with the display name the headers give it, under
+        `/v1/send`'s rules for `to`."""
+        return parse.parse_recipients(
+            [{"email": address, "name": self.names.get(address.lower(), "")} for address in addresses]
+        )
+
+
+def message_read(raw: bytes, *, default_sender_name: str) -> Submitted:
+    """The content of the send that the message `raw` asks for; its From name, when it has none, is
+    `default_sender_name` (the project's, as for `/v1/send`)."""
+    try:
+        message = _PARSER.parsebytes(raw)
+        sender = _sender(message)
+        subject = "".join(str(header) for header in _headers_named(message, "Subject")[:1])
+        body = _body(message)
+        attachments = _attachments(message, body)
+        names = _names(message)
+        reply = _first_address(message, "Reply-To")
+        message_id = "".join(str(header) for header in _headers_named(message, "Message-ID")[:1]).strip()
+        headers = _headers(message)
+    except (MessageError, LookupError, UnicodeError, ValueError, TypeError, AttributeError, IndexError) as error:
+        raise Unparseable(str(error) or type(error).__name__) from error
+    if not subject:
+        raise ValidationFailed.field("subject", "Required", "invalid_type", received="undefined")
+    if not header_safe(subject) or len(subject) > parse.MAX_HEADER_VALUE:
+        raise ValidationFailed.field(
+            "subject", "One line of at most 998 characters, without NUL characters", "invalid_string"
+        )
+    parse.attachments_check(attachments)
+    return Submitted(
+        message_id=message_id,
+        content=SendContent(
+            subject=subject,
+            body=body[0],
+            sender=Address(email=sender.email, name=sender.name or default_sender_name),
+            reply_to=parse.parse_reply(reply),
+            type=EmailType.TRANSACTIONAL,
+            headers=headers,
+            attachments=attachments,
+        ),
+        names=names,
+    )
+
+
+def _headers_named(message: EmailMessage, name: str) -> list:
+    """Every `name` header of the message as policy.default reads it (encoded words decoded, addresses parsed)."""
+    lowered = name.lower()
+    return [_HEADERS.header_fetch_parse(key, value) for key, value in message.raw_items() if key.lower() == lowered]
+
+
+def _addresses(message: EmailMessage, name: str, field: str) -> list:
+    """The addresses of every `name` header. The `email` package refuses to make an address of a display name that
+    decodes to a line break (an encoded word hiding CR or LF): that is a name `/v1/send` would refuse at `field`
+    (550), not a message that cannot be read."""
+    try:
+        return [address for header in _headers_named(message, name) for address in header.addresses]
+    except ValueError:
+        decoded = (
+            str(make_header(decode_header(_FOLD.sub(" ", value))))
+            for header_name, value in message.raw_items()
+            if header_name.lower() == name.lower()
+        )
+        if any(not header_safe(value) for value in decoded):
+            raise ValidationFailed.field(
+                field, "Name must be one line of at most 255 characters, without NUL characters", "invalid_string"
+            ) from None
+        raise
+
+
+def _sender(message: EmailMessage) -> Address:
+    """The one address of the one From header, under `/v1/send`'s rules for `from` (a display name is one line)."""
+    addresses = _addresses(message, "From", "from.name")
+    if len(message.get_all("From", [])) != 1 or len(addresses) != 1:
+        raise Unparseable("The message must have one From header with one address")
+    [address] = addresses
+    return parse.parse_sender({"email": address.addr_spec, "name": address.display_name})
+
+
+def _first_address(message: EmailMessage, name: str) -> str:
+    addresses = _addresses(message, name, "reply")
+    return addresses[0].addr_spec if addresses else ""
+
+
+def _names(message: EmailMessage) -> dict[str, str]:
+    names = {}
+    for name in ("To", "Cc"):
+        for address in _addresses(message, name, "to.name"):
+            names.setdefault(address.addr_spec.lower(), address.display_name)
+    return names
+
+
+def _body(message: EmailMessage) -> tuple[str, list[EmailMessage]]:
+    """The HTML body and the parts it was made from. The send path carries one body, HTML, and derives the text
+    part from it: a text-only message becomes the text escaped, its line breaks `<br>` (which give the text back)."""
+    html_part = message.get_body(("html",))
+    if html_part is not None:
+        return html_part.get_content(content_manager=raw_data_manager), [html_part, message.get_body(("plain",))]
+    text_part = message.get_body(("plain",))
+    if text_part is None:
+        raise Unparseable("The message has no text or HTML body")
+    text = text_part.get_content(content_manager=raw_data_manager).replace("\r\n", "\n")
+    return html_lib.escape(text, quote=False).replace("\n", "<br>"), [text_part]
+
+
+def _attachments(message: EmailMessage, body: tuple[str, list[EmailMessage]]) -> list[Attachment]:
+    """Every leaf part but the body's: inline (with its Content-ID, for `cid:` images) or attached."""
+    body_parts = {id(part) for part in body[1] if part is not None}
+    attachments = []
+    for part in message.walk():
+        if part.is_multipart() or id(part) in body_parts:
+            continue
+        content_id = str(part.get("Content-ID") or "").strip().strip("<>") or None
+        disposition = part.get_content_disposition() or ("inline" if content_id else "attachment")
+        if disposition == "inline" and content_id is None:
+            disposition = "attachment"
+        attachments.append(
+            Attachment(
+                filename=part.get_filename() or content_id or "attachment",
+                content=part.get_payload(decode=True) or b"",
+                content_type=part.get_content_type(),
+                content_id=content_id,
+                disposition=disposition,
+            )
+        )
+    return attachments
+
+
+def _headers(message: EmailMessage) -> dict[str, str]:
+    """The message's other headers that `/v1/send`'s header rules allow (printable names, one line of at most 998
+    characters, not one the service writes); the others are left out rather than refusing the message, since mail
+    clients add headers of their own the sender never chose."""
+    headers = {}
+    for name, value in message.raw_items():
+        lowered = name.lower()
+        if lowered in parse.OWNED_HEADERS or lowered in _NOT_CARRIED or lowered.startswith("content-"):
+            continue
+        try:
+            headers.update(parse.parse_headers({name: str(_HEADERS.header_fetch_parse(name, value))}))
+        except ValidationFailed:
+            continue
+    return headers
