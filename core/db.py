@@ -142,8 +142,9 @@ def _insert_plan(model: type[Model], vendor: str) -> tuple[list[Field], str, boo
 
 
 @cache
-def _attnames(model: type[Model]) -> tuple[list[tuple[str, Field]], frozenset]:
-    fields = [(field.attname, field) for field in model._meta.concrete_fields]
+def _attnames(model: type[Model]) -> tuple[list[tuple[str, Callable]], frozenset]:
+    # Each field with the function that makes its default (what `get_default` calls, without the call around it).
+    fields = [(field.attname, field._get_default) for field in model._meta.concrete_fields]
     return fields, frozenset(name for name, _ in fields)
 
 
@@ -154,7 +155,7 @@ def new_instance(model: type[Model], **values) -> Model:
     fields, names = _attnames(model)
     if not values.keys() <= names:
         raise TypeError(f"{model.__name__} has no field(s) {sorted(values.keys() - names)}")
-    return model(*[values[name] if name in values else field.get_default() for name, field in fields])
+    return model(*[values[name] if name in values else default() for name, default in fields])
 
 
 # A value of one of these types is what the field's get_prep_value would return anyway: taken as it is, the rest

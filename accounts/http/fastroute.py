@@ -33,7 +33,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.conf import settings
-from django.core import signals
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.http import HttpRequest
@@ -50,6 +49,7 @@ from accounts.http.views import HandlerView
 from accounts.tenancy.keys import PREFIXES, KeyKind
 from accounts.tenancy.selectors import api_key_lookup
 from core.errors import ServiceError
+from core.http import lifecycle
 from core.http.exceptions import unexpected_error_envelope
 from core.http.front import middleware_headers
 from core.http.middleware import request_id_for, reset_request_id, set_project_id, set_request_id
@@ -240,7 +240,7 @@ def with_fast_routes(application, routes: list[FastRoute]):
             return application(environ, start_response)
         request_id = request_id_for(environ.get("HTTP_X_REQUEST_ID", ""))
         token = set_request_id(request_id)
-        signals.request_started.send(sender=None, environ=environ)
+        lifecycle.request_started(environ)
         try:
             answer = _answer(route, environ, body)
         except Exception:
@@ -248,7 +248,7 @@ def with_fast_routes(application, routes: list[FastRoute]):
             logger.warning("Fast %s failed; handing the request to the view", route.path, exc_info=True)
             answer = None
         finally:
-            signals.request_finished.send(sender=None)
+            lifecycle.request_finished()
             reset_request_id(token)
         if answer is None:
             # Django reads the body again, and logs and answers under the same request id.

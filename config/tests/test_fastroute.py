@@ -99,6 +99,20 @@ def test_field_validators_run_field_by_field_and_are_accepted():
     assert validated_fields(route.serializer, {"name": "ann2"}) is None
 
 
+def test_absent_fields_are_validated_as_drf_validates_them():
+    class Shapes(serializers.Serializer):
+        needed = serializers.CharField()
+        optional = serializers.CharField(required=False)
+        defaulted = serializers.IntegerField(required=False, default=7)
+        nullable = serializers.BooleanField(required=False, allow_null=True)
+
+    route = route_of(Shapes)
+    for data in ({"needed": "a"}, {"needed": "a", "optional": "b", "nullable": None}, {"optional": "b"}, {}):
+        drf = Shapes(data=data)
+        expected = dict(drf.validated_data) if drf.is_valid() else None
+        assert validated_fields(route.serializer, data) == expected
+
+
 @pytest.mark.parametrize(
     "view_attributes",
     [

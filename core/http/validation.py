@@ -11,7 +11,7 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
-from rest_framework.fields import SkipField
+from rest_framework.fields import SkipField, empty
 
 from core.errors import ValidationFailed
 from core.json import json_type
@@ -169,8 +169,8 @@ def validated_fields(serializer, data: Any) -> dict | None:
     if not isinstance(data, dict) or type_errors(serializer, data, []):
         return None
     values = {}
-    for name, field in serializer.fields.items():
-        if field.read_only:
+    for name, field, skipped_when_absent in _field_plan(serializer):
+        if skipped_when_absent and name not in data:
             continue
         try:
             values[name] = field.run_validation(field.get_value(data))
@@ -179,6 +179,28 @@ def validated_fields(serializer, data: Any) -> dict | None:
         except (serializers.ValidationError, DjangoValidationError):
             return None
     return values
+
+
+def _field_plan(serializer) -> list[tuple[str, Any, bool]]:
+    """The writable fields of a reused serializer, each with whether an absent value is simply left out: what DRF
+    finds by raising SkipField from `validate_empty_values` for an optional field without a default, a third of the
+    validation of a /v1/send that names four of its eleven fields. Only for fields that read their value by their
+    name (`Field.get_value`), which is how a JSON object is read."""
+    plan = serializer.__dict__.get("_herald_field_plan")
+    if plan is None:
+        plan = serializer.__dict__["_herald_field_plan"] = [
+            (
+                name,
+                field,
+                type(field).get_value is serializers.Field.get_value
+                and field.field_name == name
+                and not field.required
+                and field.default is empty,
+            )
+            for name, field in serializer.fields.items()
+            if not field.read_only
+        ]
+    return plan
 
 
 # What DRF's Serializer runs around its fields (`run_validation` -> `to_internal_value`, `run_validators`,

@@ -5,9 +5,10 @@ secret, so it cannot be guessed from a contact id or altered to act on another c
 """
 
 from django.conf import settings
-from django.core import signing
 
-_signer = signing.Signer(salt="herald.messaging.engagement.links")
+from core.signing import Signer
+
+_signer = Signer(salt="herald.messaging.engagement.links")
 PAGES = {"unsubscribeUrl": "unsubscribe", "subscribeUrl": "subscribe", "manageUrl": "manage"}
 
 

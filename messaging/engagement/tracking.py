@@ -16,12 +16,13 @@ from django.core import signing
 
 from accounts.models import Project
 from core.scan import NextOccurrence
+from core.signing import Signer
 from messaging.engagement.links import PAGES
 from messaging.models import EmailType
 from messaging.vocabulary import insert_before_body_end
 
-_open_signer = signing.Signer(salt="herald.messaging.tracking.open")
-_click_signer = signing.Signer(salt="herald.messaging.tracking.click")
+_open_signer = Signer(salt="herald.messaging.tracking.open")
+_click_signer = Signer(salt="herald.messaging.tracking.click")
 MARKETING_TYPES = (EmailType.MARKETING, EmailType.HEADLESS)
 
 _A_TAG = re.compile(r"<a\b", re.IGNORECASE)
