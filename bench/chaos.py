@@ -1,7 +1,8 @@
 """A chaos run: sends, tracks and a contacts import against a served instance while its processes fail, then the
-books.
+books; then messages submitted over SMTP while `manage.py smtp_server` is killed in the middle of DATA, and their
+books (`bench/chaos_smtp.py`).
 
-    python bench/chaos.py [--seconds 40] [--rows 20000]
+    python bench/chaos.py [--seconds 40] [--rows 20000] [--phases http,smtp] [--smtp-seconds 30]
 
 Everything runs on this machine: PostgreSQL (a fresh database, `herald_chaos`), a redis-server of the run's own (its
 own port, no persistence: started again it has lost every queued task and cached entry) as cache and broker,
@@ -36,11 +37,12 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.serve import BIN, ROOT, bench_env, fresh_database, machine, setup_project
+from bench.chaos_smtp import smtp_books, smtp_phase
+from bench.serve import BIN, ROOT, bench_env, database_name, fresh_database, machine, setup_project
 from config.tests.load import Load
 from config.tests.processes import RedisServer, children, free_port, wait_until
 
-DATABASE = "herald_chaos"
+DATABASE = database_name("herald_chaos")  # BENCH_DATABASE: a run beside another one
 IMPORT_DOMAIN = "import.chaos.test"
 SWEEPERS = ("messaging.tasks.sweep_emails_task", "accounts.tasks.requeue_stalled_jobs_task")
 CHAOS_ENV = {
@@ -183,9 +185,17 @@ def main() -> int:
         "--seconds", type=int, default=40, help="how long the clients call (the failures are spread over it)"
     )
     parser.add_argument("--rows", type=int, default=20000, help="rows of the imported CSV")
+    parser.add_argument(
+        "--phases", default="http,smtp", help="which phases run, in this order: http (the API), smtp (submission)"
+    )
+    parser.add_argument("--smtp-seconds", type=int, default=30, help="how long the SMTP clients submit")
+    parser.add_argument("--smtp-clients", type=int, default=4, help="concurrent SMTP clients")
+    parser.add_argument("--smtp-kills", type=int, default=3, help="SIGKILLs of smtp_server, each in mid-DATA")
     args = parser.parse_args()
+    phases = args.phases.split(",")
     redis = RedisServer()
     redis.start()
+    report = {}
     with ExitStack() as processes:
         processes.callback(lambda: redis.process.poll() is None and redis.stop())
         from messaging.sending.tests.smtp import start_sink
@@ -206,9 +216,6 @@ def main() -> int:
 
         django.setup()
         service = Service(env, processes)
-        load = Load(
-            service.base, secret_key=project["secretKey"], public_key=project["publicKey"], sender="hi@bench.test"
-        )
 
         def wait(seconds: float) -> None:
             deadline = time.monotonic() + seconds
@@ -220,45 +227,75 @@ def main() -> int:
                     next_sweep = time.monotonic() + 5
                 time.sleep(0.5)
 
-        def restart_redis() -> None:
-            redis.stop()
-            wait(4)
-            redis.start()
+        def settle(started: float) -> None:
+            """Wait until nothing is left to do (or 5 minutes), then for a duplicate task's time."""
+            from accounts.models import Job
+            from messaging.models import Email
 
-        failures = [
-            ("SIGKILL the Celery worker and its pool", service.kill_worker),
-            ("kill Redis; start it again, empty, 4 s later", restart_redis),
-            ("SIGKILL a gunicorn worker", service.kill_web_worker),
-            ("SIGKILL the Celery worker again", service.kill_worker),
-        ]
-        step = args.seconds / (len(failures) + 1)
-        started = time.monotonic()
-        with load:
-            job_id = start_import(service.base, project["secretKey"], args.rows)
-            wait(step)
-            for what, fail in failures:
-                print(what, flush=True)
-                fail()
-                wait(step)
-        print(
-            f"clients stopped after {time.monotonic() - started:.0f} s; waiting for the service to catch up", flush=True
-        )
-        from accounts.models import Job
-        from messaging.models import Email
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline:
+                wait(5)
+                busy = Email.objects.filter(status__in=[Email.Status.QUEUED, Email.Status.SENDING]).exists()
+                if not busy and not Job.objects.exclude(status__in=[Job.Status.COMPLETED, Job.Status.FAILED]).exists():
+                    break
+            wait(3)  # a duplicate delivery task would have sent by now
 
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            wait(5)
-            busy = Email.objects.filter(status__in=[Email.Status.QUEUED, Email.Status.SENDING]).exists()
-            if not busy and not Job.objects.exclude(status__in=[Job.Status.COMPLETED, Job.Status.FAILED]).exists():
-                break
-        wait(3)  # a duplicate delivery task would have sent by now
-        report = books(load, sink, job_id, args.rows, service)
-        report["recovered after"] = f"{time.monotonic() - started:.0f} s"
-        report["worker starts"] = service.worker_starts
+        if "http" in phases:
+            report.update(http_phase(args, project, service, sink, redis, wait, settle))
+        if "smtp" in phases:
+            started = time.monotonic()
+            numbers, (submissions, mid_data) = smtp_phase(
+                env,
+                project["secretKey"],
+                wait,
+                seconds=args.smtp_seconds,
+                clients=args.smtp_clients,
+                kills=args.smtp_kills,
+            )
+            settle(started)
+            counts, checks = smtp_books(submissions, mid_data, sink)
+            report["smtp"] = {
+                **numbers,
+                **counts,
+                "recovered after": f"{time.monotonic() - started:.0f} s",
+                "checks": checks,
+            }
+            report.setdefault("checks", {}).update({f"smtp: {name}": ok for name, ok in checks.items()})
     report["machine"] = machine()
     print(json.dumps(report, indent=2))
-    return 0 if all(report["checks"].values()) else 1
+    return 0 if all(report.get("checks", {}).values()) else 1
+
+
+def http_phase(args, project: dict, service: Service, sink, redis: RedisServer, wait, settle) -> dict:
+    """Sends, tracks and an import while the worker, Redis and a gunicorn worker are killed; the books."""
+    load = Load(service.base, secret_key=project["secretKey"], public_key=project["publicKey"], sender="hi@bench.test")
+
+    def restart_redis() -> None:
+        redis.stop()
+        wait(4)
+        redis.start()
+
+    failures = [
+        ("SIGKILL the Celery worker and its pool", service.kill_worker),
+        ("kill Redis; start it again, empty, 4 s later", restart_redis),
+        ("SIGKILL a gunicorn worker", service.kill_web_worker),
+        ("SIGKILL the Celery worker again", service.kill_worker),
+    ]
+    step = args.seconds / (len(failures) + 1)
+    started = time.monotonic()
+    with load:
+        job_id = start_import(service.base, project["secretKey"], args.rows)
+        wait(step)
+        for what, fail in failures:
+            print(what, flush=True)
+            fail()
+            wait(step)
+    print(f"clients stopped after {time.monotonic() - started:.0f} s; waiting for the service to catch up", flush=True)
+    settle(started)
+    report = books(load, sink, job_id, args.rows, service)
+    report["recovered after"] = f"{time.monotonic() - started:.0f} s"
+    report["worker starts"] = service.worker_starts
+    return report
 
 
 if __name__ == "__main__":

@@ -67,6 +67,10 @@ class DeferredContent(models.Model):
         return self.subject
 
 
+# An email that still holds a body: its HTML, or a text part of its own (a text-only message has no HTML).
+BODY_KEPT = ~models.Q(html="") | models.Q(text__isnull=False)
+
+
 class Email(models.Model):
     """One message to one recipient: what to send, and what became of it."""
 
@@ -111,6 +115,9 @@ class Email(models.Model):
     reply_to = models.CharField(max_length=320, blank=True)
     subject = models.CharField(max_length=998)
     html = models.TextField(blank=True)
+    # The plain-text alternative as its sender wrote it (a message submitted over SMTP with a text part); null: made
+    # from the HTML by delivery. A text-only message has this and an empty `html`, and is sent as text/plain.
+    text = models.TextField(null=True, blank=True)  # noqa: DJ001 - null (no text written) is not an empty text
     # False while a campaign's email waits for delivery to personalize it: the fan-out only inserts rows, and
     # delivery renders the campaign's `DeferredContent` with the contact's data as it sends.
     rendered = models.BooleanField(default=True, db_default=True)
@@ -170,9 +177,9 @@ class Email(models.Model):
                 name="email_project_complained",
                 condition=models.Q(complained_at__isnull=False),
             ),
-            # Retention: only rows that still hold a rendered body, oldest first, so a sweep never rereads the
-            # rows it already cleared.
-            models.Index(fields=["created_at"], name="email_body_kept_created", condition=~models.Q(html="")),
+            # Retention: only rows that still hold a rendered body (HTML or the sender's text), oldest first, so a
+            # sweep never rereads the rows it already cleared.
+            models.Index(fields=["created_at"], name="email_body_kept_created", condition=BODY_KEPT),
         ]
 
     def __str__(self) -> str:

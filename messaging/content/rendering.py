@@ -266,6 +266,7 @@ def render(source: str, scope: dict[str, Any], *, html: bool, lenient: bool = Fa
 class RenderedContent:
     subject: str
     html: str
+    text: str | None = None
 
 
 def _render_field(field: str, source: str, scope: dict[str, Any], *, html: bool, lenient: bool) -> str:
@@ -275,8 +276,11 @@ def _render_field(field: str, source: str, scope: dict[str, Any], *, html: bool,
         raise _past_limit(field, exc) from None
 
 
-def render_email(*, subject: str, body: str, scope: dict[str, Any], lenient: bool) -> RenderedContent:
-    """Subject and body of one recipient; 422 at `subject` or `body` when either passes a rendering limit."""
+def render_email(
+    *, subject: str, body: str, scope: dict[str, Any], lenient: bool, text: str | None = None
+) -> RenderedContent:
+    """Subject, body and (when the sender wrote one) text part of one recipient; 422 at `subject`, `body` or `text`
+    when one passes a rendering limit. The text part is not escaped: it is not HTML."""
     return RenderedContent(
         # A subject is one header line: data rendered into it may not break it (the MIME writer would refuse it).
         subject=_render_field("subject", subject, scope, html=False, lenient=lenient)
@@ -284,6 +288,7 @@ def render_email(*, subject: str, body: str, scope: dict[str, Any], lenient: boo
         .replace("\n", " ")
         .replace("\0", ""),
         html=_render_field("body", body, scope, html=True, lenient=lenient),
+        text=None if text is None else _render_field("text", text, scope, html=False, lenient=lenient),
     )
 
 

@@ -1,7 +1,8 @@
 """Retention of what messaging stores (docs/operations.md "Retention"), applied by the service's retention run.
 
-Rendered bodies: after `EMAIL_BODY_RETENTION_DAYS` the HTML of a finished email is emptied; the row (addresses,
-subject, statuses, timestamps, counters) and its events stay, so every count and the activity feed are unchanged.
+Rendered bodies: after `EMAIL_BODY_RETENTION_DAYS` the HTML of a finished email is emptied, and the text part its
+sender wrote when it has one; the row (addresses, subject, statuses, timestamps, counters) and its events stay, so
+every count and the activity feed are unchanged.
 Email rows: after `EMAIL_RETENTION_DAYS` (off by default) finished emails are deleted outright; the hourly stats
 keep their counts, but campaign figures and the activity feed lose them.
 """
@@ -13,7 +14,7 @@ from django.utils import timezone
 
 from accounts.tenancy.selectors import project_ids_in_scope
 from core.batches import in_batches, purge_by_project
-from messaging.models import Email
+from messaging.models import BODY_KEPT, Email
 
 # Rows a worker may still send keep their body whatever their age.
 _UNFINISHED = (Email.Status.QUEUED, Email.Status.SENDING)
@@ -27,7 +28,7 @@ def email_bodies_clear(
     would be) cleared. The partial index on created_at of rows that still have a body makes each batch an index
     range read that never revisits cleared rows."""
     cutoff = timezone.now() - timedelta(days=settings.EMAIL_BODY_RETENTION_DAYS)
-    kept = Email.objects.filter(created_at__lt=cutoff).exclude(html="").exclude(status__in=_UNFINISHED)
+    kept = Email.objects.filter(BODY_KEPT, created_at__lt=cutoff).exclude(status__in=_UNFINISHED)
     if project_id is not None:
         kept = kept.filter(project_id=project_id)
     if dry_run:
@@ -35,7 +36,7 @@ def email_bodies_clear(
 
     def clear(ids: list) -> int:
         # updated_at stays: it is a failed email's failure time, which the stats rollup is rebuilt from.
-        return Email.objects.filter(id__in=ids).update(html="")
+        return Email.objects.filter(id__in=ids).update(html="", text=None)
 
     return in_batches(kept, clear, order_by=("created_at",), batch_size=batch_size, max_batches=max_batches)
 

@@ -76,6 +76,7 @@ _DELIVERY_FIELDS = (
     "reply_to",
     "subject",
     "html",
+    "text",
     "rendered",
     "headers",
     "attachments",
@@ -147,7 +148,8 @@ def _list_unsubscribe(email: Email) -> dict[str, str]:
         # Looked for before the links are signed: most transactional mail links to neither page (and to nothing of
         # the service at all, which one scan tells).
         base = settings.PUBLIC_URL
-        if base not in email.html or not any(f"{base}/{PAGES[page]}" in email.html for page in _PAGES_LISTED):
+        body = email.html or email.text or ""
+        if base not in body or not any(f"{base}/{PAGES[page]}" in body for page in _PAGES_LISTED):
             return {}
     links = system_links(contact_id=email.contact_id, email_id=email.id)
     targets = [f"<{links['unsubscribeUrl']}>"]
@@ -174,7 +176,8 @@ def _attachments(email: Email) -> list[mime.Attachment]:
 def build_message(email: Email, domain: Domain) -> PreparedMessage:
     headers = {**email.headers, **_list_unsubscribe(email)}
     attachments = _attachments(email)
-    text = mime.html_to_text(email.html)
+    # The text part its sender wrote (a message submitted over SMTP), else one made from the HTML.
+    text = email.text if email.text is not None else mime.html_to_text(email.html)
     raw = mime.build(
         mime.MimeMessage(
             from_email=email.from_email,
@@ -203,7 +206,8 @@ def build_message(email: Email, domain: Domain) -> PreparedMessage:
             reply_to=[email.reply_to] if email.reply_to else None,
             headers={"Message-ID": email.message_id, **headers},
         )
-        message.attach_alternative(email.html, "text/html")
+        if email.html:  # a text-only message has none
+            message.attach_alternative(email.html, "text/html")
         for attachment in attachments:
             message.attach(attachment.filename, attachment.content, attachment.content_type)
         return message

@@ -2,8 +2,8 @@
 
 Django's `EmailMultiAlternatives` spends about 2 ms building a message through the `email` package; a worker that
 must send several hundred messages a second per core cannot afford that. This module writes the same structure
-(multipart/alternative text + HTML, wrapped in multipart/mixed or /related for attachments) with the C-backed
-encoders of `binascii`, in a fraction of the time.
+(multipart/alternative text + HTML, or text/plain alone for a text-only message, wrapped in multipart/mixed or
+/related for attachments) with the C-backed encoders of `binascii`, in a fraction of the time.
 
 Header values are validated where they enter (display names, subjects, caller headers, filenames), and the writer
 checks again: a value holding CR, LF or NUL raises `UnsafeHeader` instead of being written, so no stored row (one
@@ -107,23 +107,24 @@ def _boundary() -> str:
     return f"=_herald_{secrets.token_hex(12)}"
 
 
-def _alternative(message: MimeMessage) -> tuple[str, list[str]]:
+def _qp_part(subtype: str, text: str) -> tuple[list[str], list[str]]:
+    return [f'Content-Type: text/{subtype}; charset="utf-8"', "Content-Transfer-Encoding: quoted-printable"], [
+        _qp(text)
+    ]
+
+
+def _content(message: MimeMessage) -> tuple[list[str], list[str]]:
+    """The body's MIME headers and lines: text and HTML as multipart/alternative, the text the sender wrote or one
+    made from the HTML; a message with a text and no HTML (a text-only submission) is that text/plain part alone."""
+    if not message.html and message.text is not None:
+        return _qp_part("plain", message.text)
     boundary = _boundary()
     text = message.text if message.text is not None else html_to_text(message.html)
-    parts = [
-        f"--{boundary}",
-        'Content-Type: text/plain; charset="utf-8"',
-        "Content-Transfer-Encoding: quoted-printable",
-        "",
-        _qp(text),
-        f"--{boundary}",
-        'Content-Type: text/html; charset="utf-8"',
-        "Content-Transfer-Encoding: quoted-printable",
-        "",
-        _qp(message.html),
-        f"--{boundary}--",
-    ]
-    return f'multipart/alternative; boundary="{boundary}"', parts
+    parts = []
+    for subtype, content in (("plain", text), ("html", message.html)):
+        head, lines = _qp_part(subtype, content)
+        parts += [f"--{boundary}", *head, "", *lines]
+    return [f'Content-Type: multipart/alternative; boundary="{boundary}"'], [*parts, f"--{boundary}--"]
 
 
 def _attachment_part(attachment: Attachment) -> list[str]:
@@ -143,23 +144,23 @@ def _attachment_part(attachment: Attachment) -> list[str]:
     return [*lines, "", _b64(attachment.content).rstrip(CRLF)]
 
 
-def _wrap(kind: str, inner_type: str, inner: list[str], attachments: list[Attachment]) -> tuple[str, list[str]]:
+def _wrap(kind: str, inner_head: list[str], inner: list[str], attachments: list[Attachment]):
     boundary = _boundary()
-    parts = [f"--{boundary}", f"Content-Type: {inner_type}", "", *inner]
+    parts = [f"--{boundary}", *inner_head, "", *inner]
     for attachment in attachments:
         parts += [f"--{boundary}", *_attachment_part(attachment)]
     parts.append(f"--{boundary}--")
-    return f'{kind}; boundary="{boundary}"', parts
+    return [f'Content-Type: {kind}; boundary="{boundary}"'], parts
 
 
 def build(message: MimeMessage) -> bytes:
-    content_type, body = _alternative(message)
+    content_head, body = _content(message)
     inline = [a for a in message.attachments if a.disposition == "inline"]
     regular = [a for a in message.attachments if a.disposition != "inline"]
     if inline:
-        content_type, body = _wrap("multipart/related", content_type, body, inline)
+        content_head, body = _wrap("multipart/related", content_head, body, inline)
     if regular:
-        content_type, body = _wrap("multipart/mixed", content_type, body, regular)
+        content_head, body = _wrap("multipart/mixed", content_head, body, regular)
     head = [
         _header("From", format_address(message.from_name, message.from_email)),
         _header("To", format_address(message.to_name, message.to_email)),
@@ -171,5 +172,8 @@ def build(message: MimeMessage) -> bytes:
     if message.reply_to:
         head.append(_header("Reply-To", _ascii_domain(message.reply_to)))
     head += [_header(name, value) for name, value in message.headers.items()]
-    head.append(f"Content-Type: {content_type}")
-    return (CRLF.join(head) + CRLF + CRLF + CRLF.join(body) + CRLF).encode("ascii")
+    head += content_head
+    # The message ends with a line break; a text-only message whose text ends with one already gets no other.
+    payload = CRLF.join(body)
+    ending = "" if payload.endswith(CRLF) else CRLF
+    return (CRLF.join(head) + CRLF + CRLF + payload + ending).encode("ascii")

@@ -25,6 +25,7 @@ from messaging.vocabulary import insert_before_body_end
 class Personal:
     subject: str
     html: str
+    text: str | None = None
 
 
 def with_unsubscribe_footer(html: str, unsubscribe_url: str) -> str:
@@ -38,9 +39,11 @@ def with_unsubscribe_footer(html: str, unsubscribe_url: str) -> str:
     return insert_before_body_end(html, footer)
 
 
-def estimated_size(html: str, attachment_bytes: int) -> int:
-    # Quoted-printable HTML and text parts, base64 attachments (4/3), headers.
-    return int(len(html.encode()) * 2.2) + attachment_bytes * 4 // 3 + 4096
+def estimated_size(html: str, attachment_bytes: int, text: str | None = None) -> int:
+    # Quoted-printable HTML and text parts (the text made from the HTML, unless the sender wrote one), base64
+    # attachments (4/3), headers.
+    written = len(html.encode()) * 2.2 if text is None else (len(html.encode()) + len(text.encode())) * 1.1
+    return int(written) + attachment_bytes * 4 // 3 + 4096
 
 
 def personalize(
@@ -56,13 +59,17 @@ def personalize(
     subscribed: bool = True,
     variables: dict,
     attachment_bytes: int = 0,
+    text: str | None = None,
 ) -> Personal:
-    """The recipient's subject and body. Content that does not parse falls back to plain substitution; content
-    that this recipient's data pushes past a rendering limit, or past the message size cap, raises
-    `ValidationFailed` at its field."""
+    """The recipient's subject, body and, when the sender wrote one, text part (rendered as the subject is, not
+    escaped). Content that does not parse falls back to plain substitution; content that this recipient's data
+    pushes past a rendering limit, or past the message size cap, raises `ValidationFailed` at its field. A
+    text-only message (a text and no body) has no HTML to carry tracking or a footer: it goes as written."""
     # Signing the page links costs about what rendering a short email does: done only when the content names one of
     # them or a marketing footer carries one.
-    named = email_type == EmailType.MARKETING or any(name in body or name in subject for name in PAGES)
+    named = email_type == EmailType.MARKETING or any(
+        name in body or name in subject or (text is not None and name in text) for name in PAGES
+    )
     links = (
         system_links(contact_id=contact_id, email_id=email_id) if contact_id and named else dict.fromkeys(PAGES, "#")
     )
@@ -73,19 +80,20 @@ def personalize(
         data=variables,
         links=links,
     )
-    rendered = rendering.render_email(subject=subject, body=body, scope=scope, lenient=True)
+    rendered = rendering.render_email(subject=subject, body=body, scope=scope, lenient=True, text=text)
     html = rendered.html
+    text_only = text is not None and not body
     # A test send is never tracked: its opens and clicks are the author's, not an audience's.
-    if source != Email.Source.TEST and tracking_applies(project=project, email_type=email_type):
+    if not text_only and source != Email.Source.TEST and tracking_applies(project=project, email_type=email_type):
         # Before the footer: its unsubscribe link is never tracked, and it stays the last thing of the body.
         html = with_tracking(html, email_id=email_id)
-    if email_type == EmailType.MARKETING and contact_id:
+    if not text_only and email_type == EmailType.MARKETING and contact_id:
         html = with_unsubscribe_footer(html, links["unsubscribeUrl"])
-    if estimated_size(html, attachment_bytes) > settings.SEND_MESSAGE_MAX_BYTES:
+    if estimated_size(html, attachment_bytes, rendered.text) > settings.SEND_MESSAGE_MAX_BYTES:
         raise ValidationFailed.field(
             "body", f"The message would exceed {settings.SEND_MESSAGE_MAX_BYTES} bytes", "too_big"
         )
-    return Personal(subject=rendered.subject[:998], html=html)
+    return Personal(subject=rendered.subject[:998], html=html, text=rendered.text)
 
 
 def not_rendered(refused: ValidationFailed) -> str:

@@ -63,6 +63,9 @@ class SendContent:
     source: str = Email.Source.API
     campaign_id: uuid.UUID | None = None
     workflow_id: uuid.UUID | None = None
+    # The plain-text alternative as the sender wrote it (a message submitted over SMTP), rendered like the subject;
+    # None: delivery makes it from the HTML body. With an empty body, the message is text only.
+    text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +141,7 @@ def _email_row(
             subscribed=contact.subscribed if contact else True,
             variables=variables,
             attachment_bytes=bundle.total_bytes if bundle else 0,
+            text=content.text,
         )
     except ValidationFailed as refused:
         if not fail_refused:
@@ -160,6 +164,7 @@ def _email_row(
         reply_to=content.reply_to,
         subject=personal.subject,
         html=personal.html,
+        text=personal.text,
         headers=content.headers,
         attachments_id=bundle.id if bundle else None,
         message_id=f"<{email_id}@{domain_name}>",

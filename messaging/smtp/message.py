@@ -7,7 +7,6 @@ package cannot make sense of (no single From address, no text or HTML body, an u
 one whose parts the send rules refuse raises their `ValidationFailed`.
 """
 
-import html as html_lib
 import re
 from dataclasses import dataclass, field
 from email import policy
@@ -96,7 +95,8 @@ def message_read(raw: bytes, *, default_sender_name: str) -> Submitted:
         message_id=message_id,
         content=SendContent(
             subject=subject,
-            body=body[0],
+            body=body.html,
+            text=body.text,
             sender=Address(email=sender.email, name=sender.name or default_sender_name),
             reply_to=parse.parse_reply(reply),
             type=EmailType.TRANSACTIONAL,
@@ -154,22 +154,29 @@ def _names(message: EmailMessage) -> dict[str, str]:
     return names
 
 
-def _body(message: EmailMessage) -> tuple[str, list[EmailMessage]]:
-    """The HTML body and the parts it was made from. The send path carries one body, HTML, and derives the text
-    part from it: a text-only message becomes the text escaped, its line breaks `<br>` (which give the text back)."""
-    html_part = message.get_body(("html",))
-    if html_part is not None:
-        return html_part.get_content(content_manager=raw_data_manager), [html_part, message.get_body(("plain",))]
-    text_part = message.get_body(("plain",))
-    if text_part is None:
+@dataclass(frozen=True)
+class _Body:
+    """The HTML body, the text part as written (None without one) and the parts they were read from."""
+
+    html: str
+    text: str | None
+    parts: list[EmailMessage]
+
+
+def _body(message: EmailMessage) -> _Body:
+    """The `text/html` part as the body and the `text/plain` part as the text alternative, each as written; a
+    text-only message has no HTML and is sent as its text (its line breaks kept)."""
+    html_part, text_part = message.get_body(("html",)), message.get_body(("plain",))
+    if html_part is None and text_part is None:
         raise Unparseable("The message has no text or HTML body")
-    text = text_part.get_content(content_manager=raw_data_manager).replace("\r\n", "\n")
-    return html_lib.escape(text, quote=False).replace("\n", "<br>"), [text_part]
+    html = "" if html_part is None else html_part.get_content(content_manager=raw_data_manager)
+    text = None if text_part is None else text_part.get_content(content_manager=raw_data_manager).replace("\r\n", "\n")
+    return _Body(html=html, text=text, parts=[part for part in (html_part, text_part) if part is not None])
 
 
-def _attachments(message: EmailMessage, body: tuple[str, list[EmailMessage]]) -> list[Attachment]:
+def _attachments(message: EmailMessage, body: _Body) -> list[Attachment]:
     """Every leaf part but the body's: inline (with its Content-ID, for `cid:` images) or attached."""
-    body_parts = {id(part) for part in body[1] if part is not None}
+    body_parts = {id(part) for part in body.parts}
     attachments = []
     for part in message.walk():
         if part.is_multipart() or id(part) in body_parts:

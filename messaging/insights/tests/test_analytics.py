@@ -341,13 +341,14 @@ def test_other_projects_series_is_all_zero(engaged, other_client, anon_client):
 def test_retention_clears_old_bodies_and_keeps_the_counts(project, settings, engaged, secret_client):
     old = timezone.now() - timedelta(days=91)
 
-    def email(status, created_at):
+    def email(status, created_at, html="<p>hi</p>", text=None):
         return Email.objects.create(
             project=project.project,
             to_email="x@example.test",
             from_email="a@alice.test",
             subject="S",
-            html="<p>hi</p>",
+            html=html,
+            text=text,
             status=status,
             created_at=created_at,
         )
@@ -356,12 +357,15 @@ def test_retention_clears_old_bodies_and_keeps_the_counts(project, settings, eng
     failed = email(Email.Status.FAILED, old)
     queued = email(Email.Status.QUEUED, old)
     recent = email(Email.Status.SENT, timezone.now() - timedelta(days=89))
+    # A text part its sender wrote goes with the HTML; a text-only message (no HTML) is cleared too.
+    written = email(Email.Status.SENT, old, text="hi")
+    text_only = email(Email.Status.SENT, old, html="", text="hi")
     before = (series(secret_client), secret_client.get("/activity").json()["total"])
 
-    assert email_bodies_clear(batch_size=2) == 4
-    kept = dict(Email.objects.values_list("id", "html"))
-    assert all(kept[e.id] == "" for e in [*expired, failed])
-    assert kept[queued.id] == kept[recent.id] == "<p>hi</p>"
+    assert email_bodies_clear(batch_size=2) == 6
+    kept = {row[0]: row[1:] for row in Email.objects.values_list("id", "html", "text")}
+    assert all(kept[e.id] == ("", None) for e in [*expired, failed, written, text_only])
+    assert kept[queued.id] == kept[recent.id] == ("<p>hi</p>", None)
     assert kept[engaged.id]  # sent today
     assert (series(secret_client), secret_client.get("/activity").json()["total"]) == before
     assert email_bodies_clear(batch_size=2) == 0

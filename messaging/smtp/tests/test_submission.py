@@ -117,16 +117,38 @@ def test_a_message_becomes_one_signed_email_per_recipient_and_bcc_never_shows(tl
     assert by_recipient["ann@example.test"].message["To"] == "Ann Lee <ann@example.test>"
 
 
-def test_a_text_only_message_is_sent_as_its_text(plain_server, project, smtp_sink):
+def test_the_text_part_of_a_message_is_the_text_alternative_of_every_copy(plain_server, project, smtp_sink):
     msg = EmailMessage()
-    msg["From"], msg["To"], msg["Subject"] = "hello@alice.test", "ann@example.test", "Plain"
-    msg.set_content("Line one & more\nLine two <not a tag>\n")
+    msg["From"], msg["To"], msg["Subject"] = "hello@alice.test", "Ann Lee <ann@example.test>", "Both"
+    msg.set_content("Dear {{ name }},\n\n  indented line, kept as written\nSee https://alice.test/o/42\n")
+    msg.add_alternative('<p>Dear {{ name }}, <a href="https://alice.test/o/42">your order</a></p>', subtype="html")
     with plain_server.client(tls=False, key=project.keys.secret_key) as client:
         assert submit(client, msg, ["ann@example.test"])[0] == 250
     [copy] = wait_until(lambda: smtp_sink.received, timeout=10, what="delivery")
-    assert copy.text.splitlines()[:2] == ["Line one & more", "Line two <not a tag>"]
-    assert "&lt;not a tag&gt;" in copy.html
-    assert copy.message["From"] == "Alice's shop <hello@alice.test>"  # no name: the project's, as /v1/send
+    assert copy.message.get_content_type() == "multipart/alternative"
+    # The submitted text, rendered like the subject and body, not one made from the HTML ("your order (https:...)").
+    text = "Dear Ann Lee,\n\n  indented line, kept as written\nSee https://alice.test/o/42\n"
+    assert copy.text.replace("\r\n", "\n") == text  # lines end in CRLF on the wire
+    assert copy.html.startswith("<p>Dear Ann Lee, <a href=")
+    email = Email.objects.get(project=project.project)
+    assert email.text == text and email.html.startswith("<p>Dear Ann Lee")
+
+
+def test_a_text_only_message_is_sent_as_text_plain_with_its_lines(plain_server, project, smtp_sink):
+    msg = EmailMessage()
+    msg["From"], msg["To"], msg["Subject"] = "hello@alice.test", "ann@example.test", "Plain"
+    lines = ["Line one & more", "Line two <not a tag>", "", "    four spaces, then a long line " + "x" * 120]
+    msg.set_content("\n".join(lines) + "\n")
+    with plain_server.client(tls=False, key=project.keys.secret_key) as client:
+        assert submit(client, msg, ["ann@example.test"])[0] == 250
+    [copy] = wait_until(lambda: smtp_sink.received, timeout=10, what="delivery")
+    mail = copy.message
+    assert mail.get_content_type() == "text/plain" and not mail.is_multipart()
+    assert mail.get_body(("html",)) is None
+    assert mail.get_content().splitlines() == lines
+    assert mail["From"] == "Alice's shop <hello@alice.test>"  # no name: the project's, as /v1/send
+    email = Email.objects.get(project=project.project)
+    assert (email.html, email.text) == ("", "\n".join(lines) + "\n")
 
 
 def test_a_resent_message_id_is_answered_the_same_and_stored_once(plain_server, project, other_project, smtp_sink):
