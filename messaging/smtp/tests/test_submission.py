@@ -286,7 +286,9 @@ def test_past_the_monthly_cap_a_message_is_refused_for_now(plain_server, project
         assert submit(client, message(sender="hello@bob.test"), ["bob@example.test"])[0] == 250
 
 
-def test_messages_count_against_the_projects_rate_limit(plain_server, project, other_project, settings):
+def test_messages_count_against_the_projects_rate_limit(
+    plain_server, project, other_project, settings, one_rate_window
+):
     settings.API_RATE_LIMIT_PER_MINUTE = 1
     with plain_server.client(tls=False, key=project.keys.secret_key) as client:
         assert submit(client, message(), ["ann@example.test"])[0] == 250
