@@ -42,13 +42,13 @@ class UserAdmin(BaseUserAdmin):
     def project_count(self, user) -> int:
         return user.project_total
 
-    @admin.action(description="Email a password reset link")
+    @admin.action(description="Email a password reset link", permissions=("change",))
     def send_password_reset(self, request, queryset):
         for user in queryset:
             account_email_queue(kind=AccountEmail.RESET_PASSWORD, object_id=user.pk)
         self.message_user(request, f"Reset links queued for {queryset.count()} user(s)")
 
-    @admin.action(description="Email a new verification link (unverified addresses only)")
+    @admin.action(description="Email a new verification link (unverified addresses only)", permissions=("change",))
     def send_verification(self, request, queryset):
         for user in queryset.filter(email_verified_at__isnull=True):
             account_email_queue(kind=AccountEmail.VERIFY_EMAIL, object_id=user.pk)
@@ -99,19 +99,19 @@ class ProjectAdmin(admin.ModelAdmin):
             project_auth_changed(project=project)
         super().delete_queryset(request, queryset)
 
-    @admin.action(description="Disable selected projects")
+    @admin.action(description="Disable selected projects", permissions=("change",))
     def disable_projects(self, request, queryset):
         for project in queryset:
             project_disable(project=project, reason="OPERATOR")
         self.message_user(request, f"Disabled {queryset.count()} project(s)")
 
-    @admin.action(description="Enable selected projects")
+    @admin.action(description="Enable selected projects", permissions=("change",))
     def enable_projects(self, request, queryset):
         for project in queryset:
             project_enable(project=project)
         self.message_user(request, f"Enabled {queryset.count()} project(s)")
 
-    @admin.action(description="Regenerate API keys (old keys stop working at once)")
+    @admin.action(description="Regenerate API keys (old keys stop working at once)", permissions=("change",))
     def regenerate_keys(self, request, queryset):
         for project in queryset:
             keys = project_regenerate_keys(project=project)
@@ -145,7 +145,7 @@ class InvitationAdmin(admin.ModelAdmin):
     date_hierarchy = "created_at"
     actions = ["resend"]
 
-    @admin.action(description="Send the invitation email again")
+    @admin.action(description="Send the invitation email again", permissions=("change",))
     def resend(self, request, queryset):
         for invitation in queryset:
             account_email_queue(kind=AccountEmail.INVITATION, object_id=invitation.pk)

@@ -66,11 +66,11 @@ class ContactAdmin(admin.ModelAdmin):
             )
         self.message_user(request, f"{changed} contact(s) changed")
 
-    @admin.action(description="Subscribe selected contacts")
+    @admin.action(description="Subscribe selected contacts", permissions=("change",))
     def subscribe(self, request, queryset):
         self._set_subscription(request, queryset, True)
 
-    @admin.action(description="Unsubscribe selected contacts")
+    @admin.action(description="Unsubscribe selected contacts", permissions=("change",))
     def unsubscribe(self, request, queryset):
         self._set_subscription(request, queryset, False)
 

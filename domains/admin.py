@@ -103,7 +103,7 @@ class DomainAdmin(admin.ModelAdmin):
         saved = domain_mark_verified_by_operator(project=obj.project, name=obj.name)
         obj.pk = saved.pk
 
-    @admin.action(description="Check DNS records now")
+    @admin.action(description="Check DNS records now", permissions=("change",))
     def check_now(self, request, queryset):
         for domain in queryset.select_related("project"):
             try:
@@ -117,7 +117,7 @@ class DomainAdmin(admin.ModelAdmin):
                 messages.SUCCESS if checked.is_verified else messages.WARNING,
             )
 
-    @admin.action(description="Mark verified (the operator vouches for the domain)")
+    @admin.action(description="Mark verified (the operator vouches for the domain)", permissions=("change",))
     def mark_verified(self, request, queryset):
         marked = 0
         for domain in queryset.select_related("project"):

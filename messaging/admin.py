@@ -102,7 +102,7 @@ class EmailAdmin(admin.ModelAdmin):
             email.html,
         )
 
-    @admin.action(description="Queue the selected failed or queued emails again now")
+    @admin.action(description="Queue the selected failed or queued emails again now", permissions=("change",))
     def retry_now(self, request, queryset):
         count = emails_retry(email_ids=list(queryset.values_list("id", flat=True)))
         self.message_user(request, f"Queued {count} email(s)")
@@ -151,7 +151,7 @@ class SuppressionAdmin(admin.ModelAdmin):
     def delete_model(self, request, obj):
         suppression_remove(suppression=obj)
 
-    @admin.action(description="Remove from the suppression list (contacts stay unsubscribed)")
+    @admin.action(description="Remove from the suppression list (contacts stay unsubscribed)", permissions=("delete",))
     def remove(self, request, queryset):
         count = 0
         for suppression in queryset:
@@ -242,7 +242,10 @@ class ProjectReputationAdmin(admin.ModelAdmin):
         ]
         return format_html("<pre>{}</pre>", "\n".join(lines))
 
-    @admin.action(description="Re-enable the selected projects, counting their figures from now on")
+    @admin.action(
+        description="Re-enable the selected projects, counting their figures from now on",
+        permissions=("change",),
+    )
     def enable(self, request, queryset):
         count = 0
         for project in queryset:

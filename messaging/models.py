@@ -281,3 +281,20 @@ class ReputationReview(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project_id} reviewed {self.reviewed_at:%Y-%m-%d %H:%M}"
+
+
+class ImageUpload(models.Model):
+    """One image a project uploaded (`POST /uploads/image`), by its storage name: what the project's upload storage
+    quota adds up."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=255, unique=True)
+    size = models.PositiveBigIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["project", "created_at"], name="imageupload_project_created")]
+
+    def __str__(self) -> str:
+        return self.name

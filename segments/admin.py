@@ -59,7 +59,7 @@ class SegmentAdmin(admin.ModelAdmin):
     def has_add_permission(self, request):
         return False  # conditions are validated against the project by the API's service
 
-    @admin.action(description="Recompute now (tracked: entries and exits; others: count)")
+    @admin.action(description="Recompute now (tracked: entries and exits; others: count)", permissions=("change",))
     def recompute_now(self, request, queryset):
         ids = queryset.values_list("id", flat=True)
         done = sum(segment_recompute(segment_id=segment_id) is not None for segment_id in ids)

@@ -105,7 +105,7 @@ class WorkflowExecutionAdmin(admin.ModelAdmin):
     def has_add_permission(self, request):
         return False
 
-    @admin.action(description="Cancel (running or waiting executions)")
+    @admin.action(description="Cancel (running or waiting executions)", permissions=("change",))
     def cancel(self, request, queryset):
         cancelled = 0
         for execution in queryset.filter(status__in=ACTIVE_STATUSES):

@@ -396,6 +396,10 @@ AWS_S3_FILE_OVERWRITE = False
 AWS_DEFAULT_ACL = env.str("AWS_DEFAULT_ACL", default="") or None
 UPLOAD_IMAGE_MAX_BYTES = env.int("UPLOAD_IMAGE_MAX_BYTES", default=5 * 1024 * 1024)
 UPLOAD_IMAGE_MAX_SIDE = env.int("UPLOAD_IMAGE_MAX_SIDE", default=8000)
+# Judged from the header, before any decoding: a decoded image costs about 4 bytes a pixel, whatever its file size.
+UPLOAD_IMAGE_MAX_PIXELS = env.int("UPLOAD_IMAGE_MAX_PIXELS", default=40_000_000)
+# What one project's uploaded images may occupy in the storage in all (past it: 413).
+UPLOAD_STORAGE_QUOTA_BYTES = env.int("UPLOAD_STORAGE_QUOTA_BYTES", default=500 * 1024 * 1024)
 STORAGES = {
     "default": (
         {"BACKEND": "storages.backends.s3.S3Storage"}

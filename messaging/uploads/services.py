@@ -3,7 +3,9 @@ Django's storage API (local media served by the service, or S3), answered with a
 
 1. Size: at most `UPLOAD_IMAGE_MAX_BYTES` (5 MB) counted on the bytes received, else 413.
 2. Kind, judged by the content, never the name: Pillow must identify PNG, JPEG, GIF or WebP (SVG and anything
-   else: 422 at `file`); the header's sides at most `UPLOAD_IMAGE_MAX_SIDE` (8,000 px), and no decompression bomb.
+   else: 422 at `file`); the header's sides at most `UPLOAD_IMAGE_MAX_SIDE` (8,000 px) and its pixels at most
+   `UPLOAD_IMAGE_MAX_PIXELS` (40 million), read before anything is decoded: a small file can promise an image
+   that takes a thousand times its size in memory once decoded.
 3. Integrity: `verify()` on the parsed file, then a fresh open and a full `load()` of the pixels (a truncated file
    fails there: verify alone misses it for most formats).
 4. JPEG metadata: EXIF (APP1, with XMP), IPTC (APP13) and comments are cut out of the file segment by segment,
@@ -11,6 +13,8 @@ Django's storage API (local media served by the service, or S3), answered with a
    place and re-encoded instead (quality 95), so it still shows upright once its EXIF is gone. Other formats are
    stored exactly as sent.
 5. Name: `images/<random>.<extension of the detected format>`.
+6. Quota: the project's stored images and this one at most `UPLOAD_STORAGE_QUOTA_BYTES`, else 413; the bytes are
+   reserved (an `ImageUpload` row) before the file is written, so two uploads at once cannot both pass.
 """
 
 import io
@@ -20,9 +24,13 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
+from django.db import transaction
+from django.db.models import Sum
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from accounts.models import Project
 from core.errors import PayloadTooLarge, ValidationFailed
+from messaging.models import ImageUpload
 
 FORMATS = {"PNG": "png", "JPEG": "jpg", "GIF": "gif", "WEBP": "webp"}
 CONTENT_TYPES = {"png": "image/png", "jpg": "image/jpeg", "gif": "image/gif", "webp": "image/webp"}
@@ -56,15 +64,21 @@ def too_large(size: int) -> PayloadTooLarge:
 
 def _identify(content: bytes) -> str:
     """The detected format's extension, once the file parsed, verified and decoded in full."""
-    side = settings.UPLOAD_IMAGE_MAX_SIDE
+    side, pixels = settings.UPLOAD_IMAGE_MAX_SIDE, settings.UPLOAD_IMAGE_MAX_PIXELS
     try:
         with Image.open(io.BytesIO(content)) as image:
             kind = image.format
             if kind not in FORMATS:
                 raise _refused(f"Expected a PNG, JPEG, GIF or WebP image, received {kind}", "invalid_type")
+            # `open` has read the header only: the size is known before a pixel is decoded (verify, load, transpose).
             width, height = image.size
             if width > side or height > side:
                 raise _refused(f"The image is {width}x{height} px; at most {side} px a side", "too_big")
+            if width * height > pixels:
+                raise _refused(
+                    f"The image is {width}x{height} px ({width * height:,} pixels); at most {pixels:,} pixels",
+                    "too_big",
+                )
             image.verify()
         with Image.open(io.BytesIO(content)) as image:
             image.load()
@@ -124,8 +138,24 @@ def public_url(name: str) -> str:
     return f"{settings.PUBLIC_URL}{url}" if url.startswith("/") else url
 
 
-def image_upload(*, upload) -> StoredImage:
-    """Check and store one uploaded image; returns its name and public URL."""
+def _quota_reserve(*, project: Project, name: str, size: int) -> ImageUpload:
+    """Count `size` more bytes against the project's upload storage quota, or 413 past it. The project's row is
+    locked while its uploads are added up, so concurrent uploads of one project take turns; other projects' uploads
+    are neither counted nor waited for."""
+    quota = settings.UPLOAD_STORAGE_QUOTA_BYTES
+    with transaction.atomic():
+        Project.objects.select_for_update().filter(pk=project.pk).values_list("pk").first()
+        used = ImageUpload.objects.filter(project=project).aggregate(total=Sum("size"))["total"] or 0
+        if used + size > quota:
+            raise PayloadTooLarge(
+                f"The project's uploaded images would take more than {quota // (1024 * 1024)} MB of storage",
+                details={"field": "file", "quotaBytes": quota, "usedBytes": used, "size": size},
+            )
+        return ImageUpload.objects.create(project=project, name=name, size=size)
+
+
+def image_upload(*, project: Project, upload) -> StoredImage:
+    """Check and store one image uploaded by `project`; returns its name and public URL."""
     limit = upload_max_bytes()
     if upload.size is not None and upload.size > limit:
         raise too_large(upload.size)
@@ -137,5 +167,15 @@ def image_upload(*, upload) -> StoredImage:
     extension = _identify(content)
     if extension == "jpg":
         content = jpeg_without_metadata(content)
-    name = default_storage.save(f"{FOLDER}/{secrets.token_urlsafe(24)}.{extension}", ContentFile(content))
+    reserved = _quota_reserve(
+        project=project, name=f"{FOLDER}/{secrets.token_urlsafe(24)}.{extension}", size=len(content)
+    )
+    try:
+        # Outside the reservation's transaction: a slow storage (S3) holds no lock.
+        name = default_storage.save(reserved.name, ContentFile(content))
+    except BaseException:
+        reserved.delete()
+        raise
+    if name != reserved.name:  # a storage may pick another name; the random one is never taken in practice
+        ImageUpload.objects.filter(pk=reserved.pk).update(name=name)
     return StoredImage(name=name, url=public_url(name))

@@ -23,7 +23,7 @@ from workflows.runs import Outcome
 from workflows.steps import steps_run
 from workflows.tasks import sweep_executions_task
 from workflows.tests.conftest import Api
-from workflows.tests.receivers import Answer
+from workflows.tests.receivers import Answer, redirect
 
 pytestmark = pytest.mark.django_db
 
@@ -318,6 +318,27 @@ def test_a_webhook_to_a_hostile_target_is_refused_at_once(api, contact, start, r
     assert call["status"] == "COMPLETED"
     assert call["output"]["success"] is False and call["output"]["statusCode"] is None
     assert "refused" in call["output"]["error"]
+    assert detail(api, workflow, execution)["status"] == "COMPLETED"
+
+
+def test_a_webhook_redirected_to_another_origin_fails_on_the_step_without_retries(
+    api, contact, start, receiver, start_receiver, allow_loopback
+):
+    """The step's headers and signature are for its own receiver: a redirect elsewhere is not followed, and trying
+    again would meet the same redirect."""
+    elsewhere = start_receiver()
+    receiver.answers["/hook"] = redirect(elsewhere.url("/collect"), status=307)
+    workflow = api.workflow()
+    api.step(workflow, "WEBHOOK", {"url": receiver.url("/hook"), "headers": {"X-Api-Token": "t0k3n"}}, name="Call")
+    api.enable(workflow)
+    execution = start(workflow, contact)
+    assert elsewhere.requests == [] and len(receiver.requests) == 1
+    call = steps_of(api, workflow, execution)["Call"]
+    assert call["status"] == "COMPLETED" and call["output"]["attempts"] == 1
+    assert call["output"]["success"] is False and call["output"]["statusCode"] is None
+    assert call["output"]["error"] == (
+        f"refused: a redirect to another origin (http://127.0.0.1:{elsewhere.port}) is not followed"
+    )
     assert detail(api, workflow, execution)["status"] == "COMPLETED"
 
 

@@ -201,6 +201,45 @@ def test_redirects_are_followed_within_the_limit(allow_loopback, receiver):
     ]
 
 
+def test_a_same_origin_redirect_carries_the_steps_headers_and_the_signature(allow_loopback, receiver):
+    receiver.answers["/old"] = redirect(receiver.url("/moved"), status=307)
+
+    result = send(receiver.url("/old"), headers={"Content-Type": "application/json", "X-Api-Token": "t0k3n"})
+
+    assert result.status_code == 200
+    old, moved = receiver.requests
+    assert moved.path == "/moved" and moved.headers["x-api-token"] == "t0k3n"
+    assert moved.headers["webhook-id"] == old.headers["webhook-id"] and signature_valid(moved)
+
+
+# Where a redirect may send the step's headers and signature: `{other}` is a second receiver on 127.0.0.1 (another
+# port), allowed by the guard, so only the origin rule stands between it and the secrets.
+@pytest.mark.parametrize(
+    "location, origin",
+    [
+        ("http://127.0.0.1:{other}/steal", "http://127.0.0.1:{other}"),
+        ("http://localhost:{port}/steal", "http://localhost:{port}"),
+        ("https://127.0.0.1:{port}/steal", "https://127.0.0.1:{port}"),
+        ("//127.0.0.1:{other}/steal", "http://127.0.0.1:{other}"),
+    ],
+    ids=["another port", "another host", "another scheme", "scheme-relative"],
+)
+def test_a_cross_origin_redirect_is_not_followed(
+    location, origin, allow_loopback, receiver, start_receiver, connections
+):
+    other = start_receiver()
+    receiver.answers["/hook"] = redirect(location.format(other=other.port, port=receiver.port), status=307)
+
+    result = send(receiver.url("/hook"), headers={"X-Api-Token": "t0k3n"})
+
+    assert (result.status_code, result.retryable, result.success) == (None, False, False)
+    expected = origin.format(other=other.port, port=receiver.port)
+    assert result.error == f"refused: a redirect to another origin ({expected}) is not followed"
+    assert [request.path for request in receiver.requests] == ["/hook"]
+    assert other.requests == [] and other.connections == 0
+    assert set(connections) == {("127.0.0.1", receiver.port)}
+
+
 @pytest.mark.parametrize("headers", [{"X-Name": "Zoë"}, {"X-Injected": "a\r\nX-Evil: 1"}], ids=["non-ASCII", "CRLF"])
 def test_a_header_the_protocol_forbids_is_a_final_error(headers, allow_loopback, receiver):
     result = send(receiver.url("/hook"), headers=headers)

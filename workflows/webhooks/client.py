@@ -80,7 +80,9 @@ def webhook_send(
     1. A step's headers cannot replace the signature or the framing headers (`_OWN_HEADERS`).
     2. Each hop (the first request and up to MAX_REDIRECTS redirects) is checked by the guard before it connects;
        a refusal or one redirect too many ends the call, not retryable.
-    3. The whole call, redirects included, gets WEBHOOK_TIMEOUT_SECONDS: each hop waits at most what is left when
+    3. A redirect is followed only within the first URL's origin (scheme, host, port): the step's headers and the
+       signature are meant for that receiver alone, so a redirect elsewhere ends the call, not retryable.
+    4. The whole call, redirects included, gets WEBHOOK_TIMEOUT_SECONDS: each hop waits at most what is left when
        it begins, and reading the answer stops when the time is up or RESPONSE_LIMIT_BYTES are in.
     """
     own = {name: value for name, value in headers.items() if name.lower() not in _OWN_HEADERS}
@@ -108,6 +110,7 @@ def webhook_send(
 
 
 def _exchange(client: httpx.Client, request: httpx.Request, *, deadline: float) -> WebhookResult:
+    origin = _origin(request.url)
     for _hop in range(MAX_REDIRECTS + 1):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -123,9 +126,22 @@ def _exchange(client: httpx.Client, request: httpx.Request, *, deadline: float) 
                     retryable=response.is_server_error,
                 )
             request = response.next_request
+            if _origin(request.url) != origin:
+                # httpx would drop only Authorization on the way: the step's own headers and the signature would
+                # reach whoever the redirect names.
+                raise WebhookRefused(f"a redirect to another origin ({_origin_text(request.url)}) is not followed")
         finally:
             response.close()
     raise WebhookRefused(f"more than {MAX_REDIRECTS} redirects")
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    # httpx leaves out a scheme's default port (`port` is None for http://x:80/), so both spellings are one origin.
+    return url.scheme, url.host, url.port
+
+
+def _origin_text(url: httpx.URL) -> str:
+    return f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}"
 
 
 def _excerpt(response: httpx.Response, *, deadline: float) -> bytes:

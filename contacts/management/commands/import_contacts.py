@@ -1,5 +1,4 @@
 import contextlib
-import csv
 import time
 from pathlib import Path
 
@@ -9,6 +8,7 @@ from django.db import transaction
 from accounts.commands import FOUND_PROBLEMS, OperatorCommand
 from accounts.models import Job
 from contacts.imports import contact_import_preview, contact_import_run, contact_import_start
+from core.csv import csv_writer
 from core.errors import ServiceError
 
 _FINISHED = (Job.Status.COMPLETED, Job.Status.FAILED)
@@ -85,7 +85,7 @@ class Command(OperatorCommand):
             )
         if not result["failureCount"]:
             return
-        writer = csv.writer(self.stdout._out, lineterminator="\n")
+        writer = csv_writer(self.stdout._out)
         writer.writerow(["row", "email", "error"])
         for error in result["errors"]:
             writer.writerow([error["row"], error["email"] or "", error["error"]])

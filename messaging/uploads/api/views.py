@@ -26,7 +26,9 @@ _NAME = re.compile(rf"^{FOLDER}/[A-Za-z0-9_-]{{16,64}}\.({'|'.join(CONTENT_TYPES
 
 
 class ImageUploadInputSerializer(serializers.Serializer):
-    file = serializers.FileField(help_text="A PNG, JPEG, GIF or WebP image, at most 5 MB and 8,000 px a side")
+    file = serializers.FileField(
+        help_text="A PNG, JPEG, GIF or WebP image, at most 5 MB, 8,000 px a side and 40 million pixels"
+    )
 
 
 class ImageUploadedSerializer(OutputSerializer):
@@ -78,7 +80,7 @@ class ImageUploadView(ApiView):
         upload = request.FILES.get("file")
         if upload is None:
             raise ValidationFailed.field("file", "Required: a multipart file field named file", "invalid_type")
-        stored = image_upload(upload=upload)
+        stored = image_upload(project=request.auth.project, upload=upload)
         return Response(ImageUploadedSerializer(stored).data, status=201)
 
 

@@ -194,3 +194,68 @@ def test_the_storage_is_s3_when_a_bucket_is_configured():
         env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.test", "AWS_STORAGE_BUCKET_NAME": bucket}
         result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
         assert result.stdout.strip() == expected, result.stderr
+
+
+def _png_of_zeros(width: int, height: int) -> bytes:
+    """A valid black RGB PNG of any size, compressed row by row so that making it costs no memory: 8000x8000 is
+    about 190 KB on disk and 192 MB decoded."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return len(data).to_bytes(4, "big") + kind + data + zlib.crc32(kind + data).to_bytes(4, "big")
+
+    packer = zlib.compressobj(9)
+    row = b"\0" * (1 + 3 * width)
+    data = b"".join(packer.compress(row) for _ in range(height)) + packer.flush()
+    header = width.to_bytes(4, "big") + height.to_bytes(4, "big") + bytes([8, 2, 0, 0, 0])
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", data) + chunk(b"IEND", b"")
+
+
+def _peak_kb() -> int:
+    return int(next(line for line in Path("/proc/self/status").open() if line.startswith("VmHWM")).split()[1])
+
+
+def test_an_image_past_the_pixel_limit_is_refused_from_its_header_without_decoding(secret_client, media):
+    content = _png_of_zeros(8000, 8000)  # within 8,000 px a side, but 64 million pixels
+    assert len(content) < 300 * 1024
+    Path("/proc/self/clear_refs").write_text("5")  # the peak resident size starts again from the current size
+    before = _peak_kb()
+    response = upload(secret_client, content)
+    grown_mb = (_peak_kb() - before) / 1024
+    assert response.status_code == 422, response.json()
+    [error] = response.json()["error"]["errors"]
+    assert (error["field"], error["code"]) == ("file", "too_big")
+    assert "8000x8000" in error["message"] and "at most 40,000,000 pixels" in error["message"]
+    assert grown_mb < 20, f"checking the upload grew the process by {grown_mb:.0f} MB"  # decoded: 192 MB
+    assert stored(media) == []
+
+
+def test_the_pixel_limit_is_a_setting(secret_client, settings):
+    settings.UPLOAD_IMAGE_MAX_PIXELS = 40 * 25
+    assert upload(secret_client, image_bytes("PNG", size=(40, 25))).status_code == 201
+    response = upload(secret_client, image_bytes("PNG", size=(40, 26)))
+    assert response.status_code == 422
+    assert "at most 1,000 pixels" in response.json()["error"]["errors"][0]["message"]
+
+
+def test_each_project_has_its_own_upload_storage_quota(secret_client, other_project, media, settings):
+    from conftest import client_with
+
+    content = image_bytes("PNG")
+    settings.UPLOAD_STORAGE_QUOTA_BYTES = 2 * len(content) + 10
+    theirs = client_with(other_project.keys.secret_key)
+    assert [upload(secret_client, content).status_code for _ in range(2)] == [201, 201]
+
+    refused = upload(secret_client, content)
+    assert refused.status_code == 413
+    error = refused.json()["error"]
+    assert error["code"] == "PAYLOAD_TOO_LARGE"
+    assert error["details"] == {
+        "field": "file",
+        "quotaBytes": 2 * len(content) + 10,
+        "usedBytes": 2 * len(content),
+        "size": len(content),
+    }
+    assert len(stored(media)) == 2
+    # The other project's uploads count only against its own quota: it still has all of it, then no more.
+    assert [upload(theirs, content).status_code for _ in range(3)] == [201, 201, 413]
+    assert len(stored(media)) == 4

@@ -1,12 +1,12 @@
 """`export_contacts` lives with segments, not contacts: its `--segment` scope needs the condition language, and the
 contacts app sits below segments (docs/architecture.md)."""
 
-import csv
 import sys
 
 from accounts.commands import OperatorCommand
 from contacts.models import Contact
 from contacts.selectors import EXPORT_COLUMNS, contact_data_keys, contacts_export_rows
+from core.csv import csv_writer
 from core.ids import uuid_or_none
 from segments.models import Segment
 from segments.selectors import segment_members
@@ -15,7 +15,7 @@ from segments.selectors import segment_members
 class Command(OperatorCommand):
     help = (
         "Write a project's contacts (or a segment's members) as CSV on stdout, or to --output: the columns email, "
-        "subscribed, createdAt, updatedAt, then one per data key, in email order. Streams in batches, so memory "
+        "subscribed, createdAt, updatedAt, then one per data key, in email order; a cell a spreadsheet would run as a formula starts with a '. Streams in batches, so memory "
         "stays flat at any number of contacts. (Re-imported, createdAt and updatedAt would become data keys: drop "
         "those columns first.)"
     )
@@ -38,7 +38,7 @@ class Command(OperatorCommand):
         keys = contact_data_keys(contacts=contacts)
         stream = open(output, "w", newline="", encoding="utf-8") if output else getattr(self.stdout, "_out", sys.stdout)  # noqa: SIM115 - closed below
         try:
-            writer = csv.writer(stream, lineterminator="\n")
+            writer = csv_writer(stream)
             writer.writerow([*EXPORT_COLUMNS, *keys])
             total = contacts.count() if self.progress_shown() else None
             with self.progress(total=total, desc="contacts") as bar:

@@ -1,0 +1,38 @@
+"""Admin actions of the libraries' admins (django-axes, django-celery-beat) need the change permission.
+
+Django offers an action to anyone who may see the change list unless the action declares `allowed_permissions`.
+Herald's own actions each declare theirs; this module, loaded last by the admin's autodiscovery (`config` is the
+last installed app), re-registers every admin whose actions do not, with copies of those actions that ask for the
+change permission. `config/tests/test_admin_actions.py` walks every action of the site as a view-only user.
+"""
+
+import functools
+
+from django.contrib import admin
+
+
+def _gated(action):
+    """A copy of a library's action that Django offers only to users who may change the model."""
+
+    @functools.wraps(action)
+    def gated(model_admin, request, queryset):
+        return action(model_admin, request, queryset)
+
+    gated.allowed_permissions = ("change",)
+    return gated
+
+
+def _require_change_for_actions(site: admin.AdminSite) -> None:
+    for model, model_admin in list(site._registry.items()):
+        admin_class = type(model_admin)
+        ungated = {
+            name: _gated(getattr(admin_class, name))
+            for name in admin_class.actions or ()
+            if isinstance(name, str) and not getattr(getattr(admin_class, name), "allowed_permissions", None)
+        }
+        if ungated:
+            site.unregister(model)
+            site.register(model, type(admin_class.__name__, (admin_class,), ungated))
+
+
+_require_change_for_actions(admin.site)
