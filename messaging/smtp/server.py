@@ -15,6 +15,7 @@ sent twice.
 import asyncio
 import ipaddress
 import logging
+import os
 import signal
 import ssl
 from dataclasses import dataclass
@@ -189,14 +190,19 @@ class SmtpServer:
         self.sessions: set[Session] = set()
         self.servers: list[asyncio.Server] = []
 
-    async def start(self) -> list[tuple[Listener, tuple[str, int]]]:
-        """Bind every listener; returns each with the address it listens on (port 0 binds a free port)."""
+    async def start(self, *, reuse_port: bool = False) -> list[tuple[Listener, tuple[str, int]]]:
+        """Bind every listener; returns each with the address it listens on (port 0 binds a free port). With
+        `reuse_port`, each listening socket is one of several processes' on the same address (SO_REUSEPORT), among
+        which the kernel spreads new connections (`messaging.smtp.processes`)."""
         loop = asyncio.get_running_loop()
         bound = []
         for listener in self.listeners:
             host, port = listener.host_port
             server = await loop.create_server(
-                lambda listener=listener: Session(listener, self.config, self.sessions, loop), host, port
+                lambda listener=listener: Session(listener, self.config, self.sessions, loop),
+                host,
+                port,
+                reuse_port=reuse_port or None,
             )
             self.servers.append(server)
             bound.append((listener, server.sockets[0].getsockname()[:2]))
@@ -223,17 +229,34 @@ class SmtpServer:
             session.transport.close()
 
 
-async def serve(configured: list[Listener], *, on_start=None) -> None:
+# How often a process of several (`messaging.smtp.processes`) checks that its parent still runs.
+PARENT_CHECK_SECONDS = 1.0
+
+
+async def _parent_gone(parent: int) -> None:
+    while os.getppid() == parent:
+        await asyncio.sleep(PARENT_CHECK_SECONDS)
+    logger.warning("SMTP server process %s: its parent %s is gone, stopping", os.getpid(), parent)
+
+
+async def serve(configured: list[Listener], *, on_start=None, reuse_port: bool = False, parent: int | None = None):
     """Run the listeners until SIGTERM or SIGINT, then stop them cleanly; `on_start(server, bound)` is told what
-    listens."""
+    listens. A process of several (`messaging.smtp.processes`) binds with `reuse_port` and stops as well when its
+    `parent` is gone (killed without a chance to stop it)."""
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stopping.set)
     server = SmtpServer(configured)
-    bound = await server.start()
+    bound = await server.start(reuse_port=reuse_port)
     if on_start is not None:
         on_start(server, bound)
+    watch = None
+    if parent is not None:
+        watch = asyncio.ensure_future(_parent_gone(parent))
+        watch.add_done_callback(lambda _: stopping.set())
     await stopping.wait()
+    if watch is not None:
+        watch.cancel()
     logger.info("SMTP server stopping")
     await server.stop()
