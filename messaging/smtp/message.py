@@ -72,10 +72,11 @@ _FOLD = re.compile(r"\r?\n(?=[ \t])")
 # encoded words, comments, groups or folding: read here to the addresses policy.default reads from it, at a tenth of
 # the cost of its full parser (which was half of a message's parse). Anything else goes the full way.
 _ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
-_ADDR_SPEC = rf"{_ATOM}(?:\.{_ATOM})*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*"
+# A plain address (dot-atom @ domain name), which every parser reads the same.
+ADDR_SPEC = rf"{_ATOM}(?:\.{_ATOM})*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*"
 _PLAIN_MAILBOX = re.compile(
-    rf'[ \t]*(?:(?:"(?P<quoted>[ !#-\[\]-~]*)"|(?P<name>{_ATOM}(?: {_ATOM})*))[ \t]*<(?P<angle>{_ADDR_SPEC})>'
-    rf"|(?P<bare>{_ADDR_SPEC}))[ \t]*(?:,|\Z)"
+    rf'[ \t]*(?:(?:"(?P<quoted>[ !#-\[\]-~]*)"|(?P<name>{_ATOM}(?: {_ATOM})*))[ \t]*<(?P<angle>{ADDR_SPEC})>'
+    rf"|(?P<bare>{ADDR_SPEC}))[ \t]*(?:,|\Z)"
 )
 
 

@@ -16,6 +16,7 @@ import asyncio
 import ipaddress
 import logging
 import os
+import re
 import signal
 import ssl
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from core.metrics import SMTP_MESSAGES
 from messaging.smtp.inbound import InboundHandler
+from messaging.smtp.message import ADDR_SPEC
 from messaging.smtp.submission import SubmissionHandler
 
 logger = logging.getLogger(__name__)
@@ -37,6 +39,8 @@ _SIZE_REPLIES = {
     b"552 Error: Too much mail data",
     b"552 Error: message size exceeds fixed maximum message size",
 }
+# The path of a MAIL FROM or RCPT TO as nearly every client writes it: `<plain address>`, then the parameters.
+_PLAIN_PATH = re.compile(rf"<({ADDR_SPEC})>((?:[ \t].*)?)", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,14 @@ class Session(SMTP):
         elif status.startswith(b"250-AUTH") and not self.listener.takes_auth:
             return  # a listener without AUTH does not advertise it
         await super().push(status)
+
+    def _getaddr(self, arg: str):
+        # aiosmtpd reads every path with the email package's full address parser (a quarter of the event loop's
+        # time per message); a plain `<address>` gives the same address and rest read directly.
+        plain = _PLAIN_PATH.fullmatch(arg.lstrip()) if arg else None
+        if plain is None or (self.local_part_limit and len(plain[1].rpartition("@")[0]) > self.local_part_limit):
+            return super()._getaddr(arg)
+        return plain[1], plain[2].lstrip()
 
     async def smtp_DATA(self, arg) -> None:
         self.in_data = True
