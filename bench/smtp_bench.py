@@ -1,12 +1,15 @@
 """SMTP submission acceptance beside POST /v1/send's, in the same run and on the same database.
 
-`manage.py smtp_server` (STARTTLS with a certificate made here) takes messages from N concurrent smtplib clients,
-each on one connection over STARTTLS and AUTH, sending one message after another, each to a new recipient with a
-rendered subject and body; then gunicorn takes `/v1/send` requests of the same shape from wrk (`bench/send_accept.py`'s
+`manage.py smtp_server --processes P` (STARTTLS with a certificate made here; P is gunicorn's worker count, so that
+both sides use the same number of processes) takes messages from N concurrent smtplib clients, each on one
+connection over STARTTLS and AUTH for `--per-connection` messages (apps reuse a connection: the TLS handshake and
+AUTH are paid once per connection), then a new connection, each message to a new recipient with a rendered subject
+and body; then gunicorn takes `/v1/send` requests of the same shape from wrk (`bench/send_accept.py`'s
 requests). No worker runs: what is measured is acceptance (parse, checks, contact upsert, rendering, the email row,
 the hand-over), as `/v1/send`'s figure is. The phases alternate, `--runs` times each.
 
-    python bench/smtp_bench.py [--database sqlite|postgres] [--clients 8] [--seconds 15] [--runs 2]
+    python bench/smtp_bench.py [--database sqlite|postgres] [--clients 8] [--per-connection 100] [--seconds 15]
+                               [--runs 2] [--workers 2]
 """
 
 import argparse
@@ -30,7 +33,18 @@ import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.send_accept import send_options
-from bench.serve import PYTHON, ROOT, bench_env, fresh_database, gunicorn, machine, setup_project, wrk, wrk_medians
+from bench.serve import (
+    PYTHON,
+    ROOT,
+    bench_env,
+    database_name,
+    fresh_database,
+    gunicorn,
+    machine,
+    setup_project,
+    wrk,
+    wrk_medians,
+)
 
 
 def certificate(folder: Path) -> tuple[Path, Path]:
@@ -65,8 +79,13 @@ def _cpu_seconds(marker: str) -> float:
 
 
 @contextmanager
-def smtp_server(env: dict, port: int):
-    process = subprocess.Popen([PYTHON, "manage.py", "smtp_server"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
+def smtp_server(env: dict, port: int, processes: int):
+    process = subprocess.Popen(
+        [PYTHON, "manage.py", "smtp_server", "--processes", str(processes)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
     try:
         for _ in range(100):
             try:
@@ -96,29 +115,33 @@ def _message(n: int) -> tuple[bytes, str]:
     return MESSAGE.format(n=n, to=to, id=uuid.uuid4()).encode(), to
 
 
-def _client(port: int, key: str, ca: str, until: float, latencies: list, refused: list) -> None:
+def _client(port: int, key: str, ca: str, until: float, per_connection: int, latencies: list, refused: list) -> None:
     context = ssl.create_default_context(cafile=ca)
-    with smtplib.SMTP("localhost", port, timeout=60) as client:
-        client.starttls(context=context)
-        client.login("herald", key)
-        n = 0
-        while time.monotonic() < until:
-            n += 1
-            raw, recipient = _message(n)
-            started = time.perf_counter()
-            client.mail("bench@bench.test")
-            client.rcpt(recipient)
-            code, _ = client.data(raw)
-            latencies.append(time.perf_counter() - started)
-            if code != 250:
-                refused.append(code)
+    n = 0
+    while time.monotonic() < until:
+        with smtplib.SMTP("localhost", port, timeout=60) as client:
+            client.starttls(context=context)
+            client.login("herald", key)
+            for _ in range(per_connection):
+                if time.monotonic() >= until:
+                    break
+                n += 1
+                raw, recipient = _message(n)
+                started = time.perf_counter()
+                client.mail("bench@bench.test")
+                client.rcpt(recipient)
+                code, _ = client.data(raw)
+                latencies.append(time.perf_counter() - started)
+                if code != 250:
+                    refused.append(code)
 
 
-def _process(port: int, key: str, ca: str, seconds: float, threads: int, results) -> None:
+def _process(port: int, key: str, ca: str, seconds: float, threads: int, per_connection: int, results) -> None:
     latencies, refused = [], []
     until = time.monotonic() + seconds
     workers = [
-        threading.Thread(target=_client, args=(port, key, ca, until, latencies, refused)) for _ in range(threads)
+        threading.Thread(target=_client, args=(port, key, ca, until, per_connection, latencies, refused))
+        for _ in range(threads)
     ]
     for worker in workers:
         worker.start()
@@ -127,13 +150,16 @@ def _process(port: int, key: str, ca: str, seconds: float, threads: int, results
     results.put((latencies, refused))
 
 
-def smtp_run(port: int, key: str, ca: str, *, clients: int, processes: int, seconds: float) -> dict:
-    """`clients` connections (threads spread over `processes` processes, so the clients' own CPU is not one GIL)."""
+def smtp_run(
+    port: int, key: str, ca: str, *, clients: int, processes: int, seconds: float, per_connection: int = 100
+) -> dict:
+    """`clients` connections at a time (threads spread over `processes` processes, so the clients' own CPU is not
+    one GIL), each for `per_connection` messages."""
     results = multiprocessing.Queue()
     per_process = [clients // processes + (1 if i < clients % processes else 0) for i in range(processes)]
     started = time.monotonic()
     children = [
-        multiprocessing.Process(target=_process, args=(port, key, ca, seconds, threads, results))
+        multiprocessing.Process(target=_process, args=(port, key, ca, seconds, threads, per_connection, results))
         for threads in per_process
         if threads
     ]
@@ -159,10 +185,11 @@ def main() -> None:
     parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--clients", type=int, default=8, help="concurrent SMTP connections")
     parser.add_argument("--processes", type=int, default=2, help="client processes the connections are spread over")
+    parser.add_argument("--per-connection", type=int, default=100, help="messages per SMTP connection")
     parser.add_argument("--connections", type=int, default=8, help="concurrent /v1/send connections (wrk)")
     parser.add_argument("--seconds", type=int, default=15)
     parser.add_argument("--runs", type=int, default=2)
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers, and SMTP server processes")
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--port", type=int, default=18012)
     parser.add_argument("--smtp-port", type=int, default=18025)
@@ -180,19 +207,25 @@ def main() -> None:
     if args.database == "sqlite":
         extra["DATABASE_URL"] = f"sqlite:///{folder}/bench.sqlite3"
     else:
-        fresh_database("herald_bench_smtp")
-    env = bench_env("herald_bench_smtp", **extra)
+        fresh_database(database_name("herald_bench_smtp"))
+    env = bench_env(database_name("herald_bench_smtp"), **extra)
     redis.Redis.from_url(env["CACHE_URL"]).flushdb()
     project = setup_project(env)
     smtp_runs, send_runs = [], []
     with (
-        smtp_server(env, args.smtp_port),
+        smtp_server(env, args.smtp_port, args.workers),
         gunicorn(env, port=args.port, workers=args.workers, threads=args.threads) as base,
     ):
         options = send_options(project["secretKey"], args.connections)
         wrk(f"{base}/v1/send", seconds=3, **options)  # warm-up
         smtp_run(
-            args.smtp_port, project["secretKey"], str(cert), clients=args.clients, processes=args.processes, seconds=3
+            args.smtp_port,
+            project["secretKey"],
+            str(cert),
+            clients=args.clients,
+            processes=args.processes,
+            seconds=3,
+            per_connection=args.per_connection,
         )
         for _ in range(args.runs):
             cpu = _cpu_seconds(f"127.0.0.1:{args.port}")
@@ -208,6 +241,7 @@ def main() -> None:
                     clients=args.clients,
                     processes=args.processes,
                     seconds=args.seconds,
+                    per_connection=args.per_connection,
                 )
             )
             used = _cpu_seconds("smtp_server") - cpu
@@ -222,6 +256,8 @@ def main() -> None:
                 "machine": machine(),
                 "smtp": {
                     "clients": args.clients,
+                    "messages_per_connection": args.per_connection,
+                    "server_processes": args.workers,
                     "median_messages_per_second": smtp_rate,
                     "median_p99_ms": statistics.median(run["p99_ms"] for run in smtp_runs),
                     "median_server_cpu_ms_per_message": statistics.median(

@@ -2,9 +2,10 @@
 key, kept for IDEMPOTENCY_KEY_TTL_HOURS."""
 
 from datetime import timedelta
+from functools import lru_cache
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -41,6 +42,39 @@ def idempotency_claim(*, project: Project, key: str, method: str, path: str) -> 
             if not deleted:
                 return None
     return None
+
+
+@lru_cache(maxsize=4)
+def _record_once_sql(vendor: str) -> str:
+    quote = connection.ops.quote_name
+    table = quote(IdempotencyRecord._meta.db_table)
+    columns = ("project_id", "key", "method", "path", "status_code", "created_at", "expires_at")
+    updated = ", ".join(f"{quote(name)} = excluded.{quote(name)}" for name in columns[2:])
+    names, values = ", ".join(map(quote, columns)), ", ".join(["%s"] * len(columns))
+    # Names quoted from the model, values as parameters.
+    return (
+        f"INSERT INTO {table} ({names}) VALUES ({values}) "  # noqa: S608
+        f"ON CONFLICT ({quote('project_id')}, {quote('key')}) DO UPDATE SET {updated} "
+        f"WHERE {table}.{quote('expires_at')} <= %s RETURNING 1"
+    )
+
+
+def idempotency_record_once(*, project: Project, key: str, method: str, path: str, status_code: int) -> bool:
+    """Record `key` as answered (`status_code`, `path`) in one statement, inside the caller's transaction: the
+    claim and the answer together, for work that is answered only if it commits (an SMTP submission). False when a
+    live record holds the key: committed, or committing concurrently (the insert waits for that transaction's end,
+    then finds it). A record past its lifetime is taken over in the same statement. The record rolls back with the
+    caller's work, so there is never one without the work, nor one without an answer (no lease applies)."""
+    now = timezone.now()
+    expires_at = now + timedelta(hours=settings.IDEMPOTENCY_KEY_TTL_HOURS)
+    project_id = IdempotencyRecord._meta.get_field("project").get_db_prep_value(project.pk, connection)
+    stamp = connection.ops.adapt_datetimefield_value
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _record_once_sql(connection.vendor),
+            [project_id, key, method, path[:500], status_code, stamp(now), stamp(expires_at), stamp(now)],
+        )
+        return cursor.fetchone() is not None
 
 
 def idempotency_finish(*, record: IdempotencyRecord, status_code: int) -> None:

@@ -53,22 +53,36 @@ def _count(outcome: str, reason: str = "") -> None:
     SMTP_MESSAGES.labels(listener=LISTENER, outcome=outcome, reason=reason).inc()
 
 
-def mailbox_for(address: str) -> tuple[Mailbox | None, str]:
-    """The mailbox `address` names, or None with the reply that refuses it (steps 1-2 of RCPT TO, in a thread)."""
+def mailbox_for(address: str, domains: dict | None = None) -> tuple[Mailbox | None, str]:
+    """The mailbox `address` names, or None with the reply that refuses it (steps 1-2 of RCPT TO, in a thread).
+
+    `domains` is the session's memo of verified domains by name: a mail server hands over a queue of messages for
+    one domain on one connection, and the domain's owner does not change within it. The monthly cap is read for
+    every recipient."""
     _, at, host = address.rpartition("@")
     host = host.strip().rstrip(".").lower()
     if not at or not host:
         return None, RELAY_DENIED
+    verified = _memoized(verified_domain_named, domains if domains is not None else {})
     token = bounce_token(address)
     prefix = f"{settings.DOMAINS_RETURN_PATH_SUBDOMAIN}."
-    if token is not None and host.startswith(prefix) and verified_domain_named(name=host.removeprefix(prefix)):
+    if token is not None and host.startswith(prefix) and verified(host.removeprefix(prefix)):
         return Mailbox(address=address, token=token), ""
-    domain = verified_domain_named(name=host)
+    domain = verified(host)
     if domain is None:
         return None, RELAY_DENIED
     if not inbound_allowed(project=domain.project):
         return None, "452 4.7.1 The recipient's domain has reached its monthly inbound limit; try again later"
     return Mailbox(address=address, project=domain.project), ""
+
+
+def _memoized(lookup, memo: dict):
+    def verified(name: str):
+        if name not in memo:
+            memo[name] = lookup(name=name)
+        return memo[name]
+
+    return verified
 
 
 def _reports(mailboxes: list[Mailbox], raw: bytes) -> None:
@@ -107,6 +121,13 @@ def deliver(*, mailboxes: list[Mailbox], raw: bytes, mail_from: str, ip: str, he
     return events
 
 
+def _session_domains(session) -> dict:
+    # Kept on aiosmtpd's session object, which lives as long as the connection.
+    if not hasattr(session, "herald_domains"):
+        session.herald_domains = {}
+    return session.herald_domains
+
+
 class InboundHandler:
     """aiosmtpd handler of the inbound listener: `Controller(InboundHandler(), ...)` or the server's own mount."""
 
@@ -125,7 +146,7 @@ class InboundHandler:
         if len(envelope.rcpt_tos) >= settings.SMTP_MAX_RECIPIENTS:
             return "452 4.5.3 Too many recipients"
         try:
-            mailbox, refusal = await in_django(mailbox_for, address)
+            mailbox, refusal = await in_django(mailbox_for, address, _session_domains(session))
         except Exception:
             logger.exception("Could not look up the recipient %s", address)
             return "451 4.3.0 Temporary failure; try again later"

@@ -9,6 +9,7 @@ Message-ID, in one transaction.
 
 import hashlib
 import logging
+import uuid
 from dataclasses import dataclass
 
 from aiosmtpd.smtp import AuthResult
@@ -16,8 +17,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from accounts.http.idempotency import idempotency_claim, idempotency_record_get
-from accounts.models import IdempotencyRecord, Project
+from accounts.http.idempotency import idempotency_record_get, idempotency_record_once
+from accounts.models import Project
 from accounts.tenancy.selectors import api_key_lookup
 from core.errors import BillingLimitExceeded, ServiceError, ValidationFailed
 from core.metrics import SMTP_MESSAGES
@@ -145,11 +146,12 @@ def message_submit(*, project: Project, recipients: list[str], raw: bytes) -> Re
     """Queue the emails of one submitted message, one per envelope recipient, as `POST /v1/send` would; the reply.
 
     1. Read the message (`messaging.smtp.message`): unparseable 554, refused by the send rules 550.
-    2. In one transaction: record the Message-ID among the project's idempotency records; count the message against
-       the project's secret-key rate limit (the one `/v1/send` counts in; past it 451 4.7.1); queue the emails
-       (`emails_queue`, the SEND policy: the verified sender domain, the monthly cap, the contacts' upsert,
-       rendering and the hand-over to delivery after the commit); and write the reply into the record. A refusal
-       rolls the record back with the rest.
+    2. In one transaction: record the Message-ID and the reply among the project's idempotency records, in one
+       statement (`idempotency_record_once`; the reply names the first email, whose id is chosen here for a single
+       recipient, and is written after the emails for several); count the message against the project's
+       secret-key rate limit (the one `/v1/send` counts in; past it 451 4.7.1); queue the emails (`emails_queue`,
+       the SEND policy: the verified sender domain, the monthly cap, the contacts' upsert, rendering and the
+       hand-over to delivery after the commit). A refusal rolls the record back with the rest.
     3. A Message-ID the project already accepted within the records' lifetime finds its record taken: nothing is
        stored, counted or sent, and the reply is the one the record holds. Of two concurrent submissions of one
        Message-ID, the second's insert waits for the first's commit and then finds it taken too.
@@ -162,31 +164,48 @@ def message_submit(*, project: Project, recipients: list[str], raw: bytes) -> Re
     except ValidationFailed as error:
         return _refusal(error)
     key = _resend_key(submitted.message_id) if submitted.message_id else None
+    email_id = uuid.uuid4() if len(addresses) == 1 else None
     try:
         with transaction.atomic():
-            record = None
-            if key is not None:
-                record = idempotency_claim(project=project, key=key, method=RESEND_METHOD, path="")
-                if record is None:
-                    raise _AcceptedBefore
-            limit = rate_limit_hit(project_scope(project.id, "secret"))
-            if limit is not None and limit.exceeded:
-                raise _Refused(_reply("451 4.7.1", f"Rate limit exceeded, try again in {limit.reset} seconds", "rate"))
-            try:
-                queued = emails_queue(project=project, content=submitted.content, recipients=addresses, policy=SEND)
-            except ServiceError as error:
-                raise _Refused(_refusal(error)) from error
-            reply = f"queued as {queued[0].email.id}"
-            if record is not None:
-                # What the accepting reply named, for a resend's (the record's `path`, for an HTTP key the request's).
-                IdempotencyRecord.objects.filter(pk=record.pk).update(path=reply, status_code=250)
+            if email_id is not None:
+                if key is not None:
+                    _record_or_raise(project, key, f"queued as {email_id}")
+                _rate_limit_check(project)
+                queued = _queue(project, submitted, addresses, email_id)
+            else:
+                queued = _queue(project, submitted, addresses, None)
+                if key is not None:
+                    _record_or_raise(project, key, f"queued as {queued[0].email.id}")
+                _rate_limit_check(project)
     except _AcceptedBefore:
         return _accepted_before(project, key) or _reply(
             "451 4.3.0", "The message is being accepted, try again", "internal"
         )
     except _Refused as refused:
         return refused.reply
-    return Reply(f"250 2.0.0 Ok: {reply}", outcome="accepted")
+    return Reply(f"250 2.0.0 Ok: queued as {queued[0].email.id}", outcome="accepted")
+
+
+def _queue(project: Project, submitted, addresses: list, email_id: uuid.UUID | None) -> list:
+    try:
+        return emails_queue(
+            project=project, content=submitted.content, recipients=addresses, policy=SEND, email_id=email_id
+        )
+    except ServiceError as error:
+        raise _Refused(_refusal(error)) from error
+
+
+def _rate_limit_check(project: Project) -> None:
+    # Counted once the Message-ID is known new: a recognised resend does not count.
+    limit = rate_limit_hit(project_scope(project.id, "secret"))
+    if limit is not None and limit.exceeded:
+        raise _Refused(_reply("451 4.7.1", f"Rate limit exceeded, try again in {limit.reset} seconds", "rate"))
+
+
+def _record_or_raise(project: Project, key: str, reply: str) -> None:
+    # The record's `path` holds what the accepting reply named (for an HTTP key, the request's path).
+    if not idempotency_record_once(project=project, key=key, method=RESEND_METHOD, path=reply, status_code=250):
+        raise _AcceptedBefore
 
 
 INTERNAL_ERROR = Reply("451 4.3.0 Internal error, try again later", reason="internal")

@@ -2,6 +2,7 @@
 the domain (contact, event, activity, workflow, billing), and the limits."""
 
 import base64
+import smtplib
 from email.message import EmailMessage
 
 import dkim
@@ -160,6 +161,18 @@ def test_past_the_inbound_cap_recipients_are_deferred_and_nothing_is_stored(inbo
     assert session.rcpts[0].line.startswith("452 4.7.1 ")
     assert session.rcpts[1].code == 250 and session.data.code == 250
     assert len(received(project)) == 1 and len(received(other_project)) == 1
+
+
+def test_several_messages_over_one_connection_each_become_an_event_within_the_cap(inbound, project):
+    ProjectBilling.objects.create(project=project.project, limit_inbound=3)
+    with smtplib.SMTP(inbound.host, inbound.port, local_hostname="mx.remote.example", timeout=30) as smtp:
+        for n in range(3):
+            assert smtp.sendmail("sender@remote.example", ["support@alice.test"], message(subject=f"Order {n}")) == {}
+        # The domain is looked up once per connection, the cap for every recipient.
+        with pytest.raises(smtplib.SMTPRecipientsRefused) as refused:
+            smtp.sendmail("sender@remote.example", ["support@alice.test"], message(subject="Order 3"))
+    assert refused.value.recipients["support@alice.test"][0] == 452
+    assert sorted(event.data["subject"] for event in received(project)) == ["Order 0", "Order 1", "Order 2"]
 
 
 def test_messages_are_limited_per_client_address(inbound, project, settings, one_rate_window):

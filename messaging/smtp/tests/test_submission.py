@@ -12,9 +12,11 @@ import dkim
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
+from django.utils import timezone
 from prometheus_client import REGISTRY
 
 from accounts.billing.services import billing_limits_update
+from accounts.models import IdempotencyRecord
 from accounts.tenancy.services import project_disable
 from config.tests.processes import wait_until
 from contacts.models import Contact
@@ -167,14 +169,59 @@ def test_a_resent_message_id_is_answered_the_same_and_stored_once(plain_server, 
     wait_until(lambda: len(smtp_sink.received) == 2, timeout=10, what="delivery")
 
 
-def test_concurrent_resends_store_the_message_once(plain_server, project, smtp_sink):
+def test_several_messages_over_one_connection_each_become_their_emails(plain_server, project, smtp_sink):
+    resent = message(message_id="<again@app.example>")
+    with plain_server.client(tls=False, key=project.keys.secret_key) as client:
+        replies = [submit(client, message(subject=f"Order {n}"), [f"r{n}@example.test"]) for n in range(4)]
+        first = submit(client, resent, ["ann@example.test"])
+        replies += [submit(client, message(subject="Order 4"), ["r4@example.test", "r5@example.test"])]
+        assert submit(client, resent, ["ann@example.test"]) == first
+    assert [code for code, _ in replies] == [250] * 5
+    emails = Email.objects.filter(project=project.project)
+    subjects = sorted(emails.values_list("subject", flat=True))
+    assert subjects == ["Order 0", "Order 1", "Order 2", "Order 3", "Order 4", "Order 4", "Your order"]
+    # Each reply names its own message's first email.
+    firsts = ["r0", "r1", "r2", "r3", "ann", "r4"]
+    expected = [f"2.0.0 Ok: queued as {emails.get(to_email=f'{name}@example.test').id}" for name in firsts]
+    assert [reply for _, reply in [*replies[:4], first, replies[4]]] == expected
+    wait_until(lambda: len(smtp_sink.received) == 7, timeout=10, what="delivery")
+
+
+@pytest.mark.parametrize("recipients", [1, 2])
+def test_a_message_id_past_its_records_lifetime_is_accepted_again(plain_server, project, recipients):
+    msg = message(message_id="<old@app.example>")
+    to = ["ann@example.test", "bob@example.test"][:recipients]
+    with plain_server.client(tls=False, key=project.keys.secret_key) as client:
+        first = submit(client, msg, to)
+        IdempotencyRecord.objects.filter(project=project.project).update(expires_at=timezone.now())
+        again = submit(client, msg, to)
+        assert submit(client, msg, to) == again
+    assert first[0] == again[0] == 250 and again != first
+    assert Email.objects.filter(project=project.project).count() == 2 * recipients
+
+
+def test_a_text_message_with_an_attachment_is_sent_with_it(plain_server, project, smtp_sink):
+    msg = EmailMessage()
+    msg["From"], msg["To"], msg["Subject"] = "hello@alice.test", "ann@example.test", "Invoice"
+    msg.set_content("Your invoice is attached.\n")
+    msg.add_attachment(b"%PDF-1.4 invoice", maintype="application", subtype="pdf", filename="invoice.pdf")
+    with plain_server.client(tls=False, key=project.keys.secret_key) as client:
+        assert submit(client, msg, ["ann@example.test"])[0] == 250
+    [copy] = wait_until(lambda: smtp_sink.received, timeout=10, what="delivery")
+    assert copy.text.startswith("Your invoice is attached.")
+    assert [part.get_filename() for part in copy.message.iter_attachments()] == ["invoice.pdf"]
+
+
+@pytest.mark.parametrize("recipients", [1, 2])
+def test_concurrent_resends_store_the_message_once(plain_server, project, smtp_sink, recipients):
     msg = message(message_id="<race@app.example>")
     replies, start = [], threading.Barrier(3)
 
     def send():
         with plain_server.client(tls=False, key=project.keys.secret_key) as client:
             client.mail("app@example.test")
-            client.rcpt("ann@example.test")
+            for recipient in ["ann@example.test", "bob@example.test"][:recipients]:
+                client.rcpt(recipient)
             start.wait(timeout=10)
             replies.append(client.data(msg.as_bytes(policy=policy.SMTP)))
 
@@ -184,7 +231,7 @@ def test_concurrent_resends_store_the_message_once(plain_server, project, smtp_s
     for thread in threads:
         thread.join(timeout=30)
     assert len(replies) == 3 and len(set(replies)) == 1 and replies[0][0] == 250
-    assert Email.objects.filter(project=project.project).count() == 1
+    assert Email.objects.filter(project=project.project).count() == recipients
 
 
 @pytest.mark.parametrize("credential", ["public", "unknown", "disabled"])
