@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.identity import tokens
-from accounts.identity.invitations import invitation_accept, invitations_accept_for
+from accounts.identity.invitations import address_proven, invitation_accept
 from accounts.identity.mail import AccountEmail, account_email_queue
 from accounts.models import User
 from core.errors import AuthError, Conflict, ErrorCode, Forbidden, RateLimited, ValidationFailed
@@ -37,12 +37,14 @@ def _validated_password(password: str, user: User | None = None) -> str:
     return password
 
 
-def user_get_or_create(*, email: str, password: str | None = None) -> tuple[User, bool]:
+def user_get_or_create(*, email: str, password: str | None = None, verified: bool = False) -> tuple[User, bool]:
+    """The account of `email`, made if there is none. `verified`: whoever makes it vouches that the address is the
+    person's (a new account only; an existing one is returned as it is)."""
     email = email.strip().lower()
     user = User.objects.filter(email=email).first()
     if user is not None:
         return user, False
-    user = User(email=email)
+    user = User(email=email, email_verified_at=timezone.now() if verified else None)
     user.set_password(password) if password else user.set_unusable_password()
     user.full_clean()
     user.save()
@@ -70,7 +72,7 @@ def user_signup(*, email: str, password: str, invitation_token: str | None = Non
     except IntegrityError:  # signed up twice at once
         raise Conflict("An account with this email already exists", details={"field": "email"}) from None
     if invitation_token:
-        invitation_accept(user=user, token=invitation_token, proves_address=True)
+        invitation_accept(user=user, token=invitation_token)
     if user.email_verified_at is None:
         account_email_queue(kind=AccountEmail.VERIFY_EMAIL, object_id=user.pk)
     return user
@@ -119,14 +121,8 @@ def user_login_recorded(*, user: User) -> None:
 @transaction.atomic
 def user_verify_email(*, token: str) -> User:
     user = tokens.verification_token_user(token)
-    _mark_verified(user)
+    address_proven(user=user)
     return user
-
-
-def _mark_verified(user: User) -> None:
-    user.email_verified_at = timezone.now()
-    user.save(update_fields=["email_verified_at"])
-    invitations_accept_for(user=user)
 
 
 def user_request_verification(*, email: str) -> None:
@@ -151,7 +147,7 @@ def user_reset_password(*, token: str, password: str) -> User:
     user.set_password(_validated_password(password, user))
     user.save(update_fields=["password"])
     if user.email_verified_at is None:
-        _mark_verified(user)
+        address_proven(user=user)
     return user
 
 
@@ -194,5 +190,5 @@ def user_from_provider(*, email: str, verified: bool, provider: str) -> User:
         if user.has_usable_password():
             user.set_unusable_password()
             user.save(update_fields=["password"])
-        _mark_verified(user)
+        address_proven(user=user)
     return user

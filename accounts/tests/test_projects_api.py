@@ -27,7 +27,7 @@ def with_member(project):
     clients = {}
     for role in ("MEMBER", "ADMIN"):
         email = f"{role.lower()}@example.test"
-        user_get_or_create(email=email, password=PASSWORD)
+        user_get_or_create(email=email, password=PASSWORD, verified=True)
         member_add(actor=owner, email=email, role=role)
         clients[role] = session_client(email)
     return clients
