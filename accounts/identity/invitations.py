@@ -3,23 +3,37 @@ project by its owner or an admin, gets an email with a link; it joins the projec
 the link's token or, for an invitation it did not follow, when it proves the address another way.
 """
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.identity import tokens
-from accounts.identity.mail import AccountEmail, account_email_queue
+from accounts.identity.mail import DAY_SECONDS, AccountEmail, account_email_allowed, account_email_queue
 from accounts.models import Invitation, Membership, Project, User
 from core.db import locked
-from core.errors import Conflict
+from core.errors import Conflict, RateLimited
+from core.ratelimit import counter_increment
 
 
+@transaction.atomic
 def invitation_create(*, project: Project, email: str, role: str, invited_by: User) -> Invitation:
-    """Invite `email` (normalized) to `project` with `role`, and send the invitation after the commit."""
+    """Invite `email` (normalized) to `project` with `role`, and send the invitation after the commit.
+
+    A project sends at most INVITATION_DAILY_LIMIT_PER_PROJECT invitations in 24 hours, and an address gets them
+    within the account emails' limits (`mail.account_email_allowed`); past either, 429 and nothing is kept. Counted
+    once the invitation is known not to be a duplicate (409), which counts nothing."""
     try:
         with transaction.atomic():
             invitation = Invitation.objects.create(project=project, email=email, role=role, invited_by=invited_by)
     except IntegrityError:
         raise Conflict(f"{email} is already invited to this project", details={"field": "email"}) from None
+    limit = settings.INVITATION_DAILY_LIMIT_PER_PROJECT
+    if counter_increment(f"invitations:{project.pk}", timeout=DAY_SECONDS) > limit:
+        raise RateLimited(
+            f"This project has sent its {limit} invitations for the day. Try again tomorrow", details={"limit": limit}
+        )
+    if not account_email_allowed(kind=AccountEmail.INVITATION, email=email):
+        raise RateLimited(f"{email} has been sent too many emails lately. Try again later", details={"field": "email"})
     account_email_queue(kind=AccountEmail.INVITATION, object_id=invitation.pk)
     return invitation
 

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from accounts.identity import tokens
 from accounts.identity.invitations import address_proven, invitation_accept
-from accounts.identity.mail import AccountEmail, account_email_queue
+from accounts.identity.mail import AccountEmail, account_email_allowed, account_email_queue
 from accounts.models import User
 from core.errors import AuthError, Conflict, ErrorCode, Forbidden, RateLimited, ValidationFailed
 from core.ratelimit import counter_increment, counter_value
@@ -73,7 +73,8 @@ def user_signup(*, email: str, password: str, invitation_token: str | None = Non
         raise Conflict("An account with this email already exists", details={"field": "email"}) from None
     if invitation_token:
         invitation_accept(user=user, token=invitation_token)
-    if user.email_verified_at is None:
+    # Past the address's limit the account is made all the same; its owner asks for the link again later.
+    if user.email_verified_at is None and account_email_allowed(kind=AccountEmail.VERIFY_EMAIL, email=email):
         account_email_queue(kind=AccountEmail.VERIFY_EMAIL, object_id=user.pk)
     return user
 
@@ -126,16 +127,18 @@ def user_verify_email(*, token: str) -> User:
 
 
 def user_request_verification(*, email: str) -> None:
-    """Send a new verification link to an unverified account; silent otherwise (no account enumeration)."""
+    """Send a new verification link to an unverified account; silent otherwise (no account enumeration), and silent
+    past the address's limit too (an answer that differed would tell that the address has an account)."""
     user = User.objects.filter(email=_normalized(email), is_active=True, email_verified_at__isnull=True).first()
-    if user is not None:
+    if user is not None and account_email_allowed(kind=AccountEmail.VERIFY_EMAIL, email=user.email):
         account_email_queue(kind=AccountEmail.VERIFY_EMAIL, object_id=user.pk)
 
 
 def user_request_password_reset(*, email: str) -> None:
-    """Send a reset link to an account; silent for an unknown address (no account enumeration)."""
+    """Send a reset link to an account; silent for an unknown address (no account enumeration) and past the
+    address's limit."""
     user = User.objects.filter(email=_normalized(email), is_active=True).first()
-    if user is not None:
+    if user is not None and account_email_allowed(kind=AccountEmail.RESET_PASSWORD, email=user.email):
         account_email_queue(kind=AccountEmail.RESET_PASSWORD, object_id=user.pk)
 
 

@@ -26,15 +26,6 @@ def carol(db):
     return user
 
 
-@pytest.fixture
-def committed(django_capture_on_commit_callbacks):
-    def run(call):
-        with django_capture_on_commit_callbacks(execute=True):
-            return call()
-
-    return run
-
-
 def _members(client, project_id):
     return {(m["email"], m["role"]) for m in client.get(f"/projects/{project_id}/members").json()["data"]}
 
