@@ -18,7 +18,7 @@ from accounts.identity.invitations import address_proven, invitation_accept
 from accounts.identity.mail import AccountEmail, account_email_allowed, account_email_queue
 from accounts.models import User
 from core.errors import AuthError, Conflict, ErrorCode, Forbidden, RateLimited, ValidationFailed
-from core.ratelimit import counter_increment, counter_value
+from core.ratelimit import counter_increment
 
 INVALID_CREDENTIALS = "Invalid email or password"
 
@@ -96,21 +96,23 @@ def _locked_out() -> RateLimited:
 def user_authenticate(*, email: str, password: str) -> User:
     """The user these credentials belong to.
 
-    1. An address with LOGIN_FAILURE_LIMIT failures in the window is refused (429) before its password is looked
-       at, the right one included; the count is per address, so other addresses from the same client go on.
+    1. The attempt is counted first, in one atomic increment, and an address past LOGIN_FAILURE_LIMIT attempts in
+       the window is refused (429) before its password is looked at, the right one included. Counting after the
+       check would let parallel guesses all read the count below the limit while their hashes run; counted first,
+       at most the limit's worth are ever checked. The count is per address, so other addresses from the same
+       client go on; a successful login forgets it (`user_login_recorded`).
     2. An unknown address runs the password hasher too, so that it takes as long as a wrong password, and both
        are the same 401.
     """
     email = _normalized(email)
-    key = _failures_key(email)
-    if counter_value(key) >= settings.LOGIN_FAILURE_LIMIT:
+    attempts = counter_increment(_failures_key(email), timeout=settings.LOGIN_FAILURE_WINDOW_SECONDS)
+    if attempts > settings.LOGIN_FAILURE_LIMIT:
         raise _locked_out()
     user = User.objects.filter(email=email).first()
     if user is None:
         User().set_password(password)
     elif user.check_password(password) and user.is_active:
         return user
-    counter_increment(key, timeout=settings.LOGIN_FAILURE_WINDOW_SECONDS)
     raise AuthError(INVALID_CREDENTIALS, code=ErrorCode.INVALID_CREDENTIALS)
 
 
