@@ -1,25 +1,39 @@
-"""Invitations (docs/accounts.md, "Members and invitations"): an address with no account yet, invited to a project
-by its owner or an admin, gets an email with a sign-up link; it joins the project when it signs up with the link
-or, for an invitation it did not follow, when it proves the address.
+"""Invitations (docs/accounts.md, "Members and invitations"): an address with no verified account, invited to a
+project by its owner or an admin, gets an email with a link; it joins the project when it signs up or accepts with
+the link's token or, for an invitation it did not follow, when it proves the address another way.
 """
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.identity import tokens
-from accounts.identity.mail import AccountEmail, account_email_queue
+from accounts.identity.mail import DAY_SECONDS, AccountEmail, account_email_allowed, account_email_queue
 from accounts.models import Invitation, Membership, Project, User
 from core.db import locked
-from core.errors import Conflict
+from core.errors import Conflict, RateLimited
+from core.ratelimit import counter_increment
 
 
+@transaction.atomic
 def invitation_create(*, project: Project, email: str, role: str, invited_by: User) -> Invitation:
-    """Invite `email` (normalized) to `project` with `role`, and send the invitation after the commit."""
+    """Invite `email` (normalized) to `project` with `role`, and send the invitation after the commit.
+
+    A project sends at most INVITATION_DAILY_LIMIT_PER_PROJECT invitations in 24 hours, and an address gets them
+    within the account emails' limits (`mail.account_email_allowed`); past either, 429 and nothing is kept. Counted
+    once the invitation is known not to be a duplicate (409), which counts nothing."""
     try:
         with transaction.atomic():
             invitation = Invitation.objects.create(project=project, email=email, role=role, invited_by=invited_by)
     except IntegrityError:
         raise Conflict(f"{email} is already invited to this project", details={"field": "email"}) from None
+    limit = settings.INVITATION_DAILY_LIMIT_PER_PROJECT
+    if counter_increment(f"invitations:{project.pk}", timeout=DAY_SECONDS) > limit:
+        raise RateLimited(
+            f"This project has sent its {limit} invitations for the day. Try again tomorrow", details={"limit": limit}
+        )
+    if not account_email_allowed(kind=AccountEmail.INVITATION, email=email):
+        raise RateLimited(f"{email} has been sent too many emails lately. Try again later", details={"field": "email"})
     account_email_queue(kind=AccountEmail.INVITATION, object_id=invitation.pk)
     return invitation
 
@@ -30,24 +44,31 @@ def _join(user: User, invitation: Invitation) -> None:
 
 
 @transaction.atomic
-def invitation_accept(*, user: User, token: str, proves_address: bool = False) -> Project:
-    """Join the project of an invitation. The link reached the invited address, so a user who signs up with it as
-    that address (`proves_address`) has it verified."""
+def invitation_accept(*, user: User, token: str) -> Project:
+    """Join the project of an invitation. The token was mailed to the invited address, so holding it proves that
+    address: a user who is that address has it verified (and joins its other invitations too); a user logged in
+    under another address joins as themselves."""
     held = locked(Invitation.objects.select_related("project").filter(pk=tokens.invitation_token_id(token)))
     if not held:
         raise tokens.invalid_token()
     invitation = held[0]
     project = invitation.project
     _join(user, invitation)
-    if proves_address and user.email == invitation.email and user.email_verified_at is None:
-        user.email_verified_at = timezone.now()
-        user.save(update_fields=["email_verified_at"])
-        invitations_accept_for(user=user)
+    if user.email == invitation.email and user.email_verified_at is None:
+        address_proven(user=user)
     return project
 
 
+def address_proven(*, user: User) -> None:
+    """The user's address is theirs (a link mailed to it came back): verified, and every project that invited it is
+    joined. The only way an invitation turns into a membership without its token."""
+    user.email_verified_at = timezone.now()
+    user.save(update_fields=["email_verified_at"])
+    invitations_accept_for(user=user)
+
+
 def invitations_accept_for(*, user: User) -> int:
-    """Join every project that invited this (now verified) address."""
+    """Join every project that invited this (verified) address."""
     invitations = list(Invitation.objects.filter(email=user.email))
     for invitation in invitations:
         _join(user, invitation)

@@ -5,8 +5,13 @@ not through a project's sending path: it belongs to no project and needs no veri
 Services ask for a message with `account_email_queue`; the message is built and sent by a task after the commit, so
 a slow mail relay never holds a request, and the token in it is made when it is sent. A message lost with its task
 is asked for again by the person (`request-verification`, `request-password-reset`).
+
+Anyone can ask for these messages to any address, so what people ask for goes through `account_email_allowed`
+first: a cooldown per address and kind, and a daily cap per address in all (docs/security.md). Operators' resends
+from the admin are not limited.
 """
 
+import hashlib
 from enum import StrEnum
 from urllib.parse import urlencode
 
@@ -17,6 +22,9 @@ from django.template.loader import render_to_string
 from accounts.identity import tokens
 from accounts.models import Invitation, User
 from core.commit import after_commit
+from core.ratelimit import counter_increment
+
+DAY_SECONDS = 24 * 3600
 
 
 class AccountEmail(StrEnum):
@@ -41,6 +49,19 @@ def account_email_queue(*, kind: AccountEmail, object_id) -> None:
         lambda: send_account_email_task.delay(str(kind), str(object_id)),
         what=f"queue the {kind} email (asked for again by the person)",
     )
+
+
+def account_email_allowed(*, kind: AccountEmail, email: str) -> bool:
+    """Whether one more `kind` email may go to `email` now, and if so it is counted. Refused within
+    ACCOUNT_EMAIL_COOLDOWN_SECONDS of the last one of the same kind (0: no cooldown), and past ACCOUNT_EMAIL_DAILY_LIMIT
+    of all kinds in the 24 hours from the first. The counts live in the shared cache, so every web process sees the
+    same; they are per kind, so an invitation followed at once by the invitee's sign-up still gets its verification."""
+    # Hashed: a cache key must not carry the address (nor its length limits and characters).
+    address = hashlib.sha256(email.strip().lower().encode()).hexdigest()
+    cooldown = settings.ACCOUNT_EMAIL_COOLDOWN_SECONDS
+    if cooldown > 0 and counter_increment(f"account-email:{kind}:{address}", timeout=cooldown) > 1:
+        return False
+    return counter_increment(f"account-email:day:{address}", timeout=DAY_SECONDS) <= settings.ACCOUNT_EMAIL_DAILY_LIMIT
 
 
 def _duration(seconds: int) -> str:

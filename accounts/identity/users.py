@@ -14,11 +14,11 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.identity import tokens
-from accounts.identity.invitations import invitation_accept, invitations_accept_for
-from accounts.identity.mail import AccountEmail, account_email_queue
+from accounts.identity.invitations import address_proven, invitation_accept
+from accounts.identity.mail import AccountEmail, account_email_allowed, account_email_queue
 from accounts.models import User
 from core.errors import AuthError, Conflict, ErrorCode, Forbidden, RateLimited, ValidationFailed
-from core.ratelimit import counter_increment, counter_value
+from core.ratelimit import counter_increment
 
 INVALID_CREDENTIALS = "Invalid email or password"
 
@@ -37,12 +37,14 @@ def _validated_password(password: str, user: User | None = None) -> str:
     return password
 
 
-def user_get_or_create(*, email: str, password: str | None = None) -> tuple[User, bool]:
+def user_get_or_create(*, email: str, password: str | None = None, verified: bool = False) -> tuple[User, bool]:
+    """The account of `email`, made if there is none. `verified`: whoever makes it vouches that the address is the
+    person's (a new account only; an existing one is returned as it is)."""
     email = email.strip().lower()
     user = User.objects.filter(email=email).first()
     if user is not None:
         return user, False
-    user = User(email=email)
+    user = User(email=email, email_verified_at=timezone.now() if verified else None)
     user.set_password(password) if password else user.set_unusable_password()
     user.full_clean()
     user.save()
@@ -70,8 +72,9 @@ def user_signup(*, email: str, password: str, invitation_token: str | None = Non
     except IntegrityError:  # signed up twice at once
         raise Conflict("An account with this email already exists", details={"field": "email"}) from None
     if invitation_token:
-        invitation_accept(user=user, token=invitation_token, proves_address=True)
-    if user.email_verified_at is None:
+        invitation_accept(user=user, token=invitation_token)
+    # Past the address's limit the account is made all the same; its owner asks for the link again later.
+    if user.email_verified_at is None and account_email_allowed(kind=AccountEmail.VERIFY_EMAIL, email=email):
         account_email_queue(kind=AccountEmail.VERIFY_EMAIL, object_id=user.pk)
     return user
 
@@ -93,21 +96,23 @@ def _locked_out() -> RateLimited:
 def user_authenticate(*, email: str, password: str) -> User:
     """The user these credentials belong to.
 
-    1. An address with LOGIN_FAILURE_LIMIT failures in the window is refused (429) before its password is looked
-       at, the right one included; the count is per address, so other addresses from the same client go on.
+    1. The attempt is counted first, in one atomic increment, and an address past LOGIN_FAILURE_LIMIT attempts in
+       the window is refused (429) before its password is looked at, the right one included. Counting after the
+       check would let parallel guesses all read the count below the limit while their hashes run; counted first,
+       at most the limit's worth are ever checked. The count is per address, so other addresses from the same
+       client go on; a successful login forgets it (`user_login_recorded`).
     2. An unknown address runs the password hasher too, so that it takes as long as a wrong password, and both
        are the same 401.
     """
     email = _normalized(email)
-    key = _failures_key(email)
-    if counter_value(key) >= settings.LOGIN_FAILURE_LIMIT:
+    attempts = counter_increment(_failures_key(email), timeout=settings.LOGIN_FAILURE_WINDOW_SECONDS)
+    if attempts > settings.LOGIN_FAILURE_LIMIT:
         raise _locked_out()
     user = User.objects.filter(email=email).first()
     if user is None:
         User().set_password(password)
     elif user.check_password(password) and user.is_active:
         return user
-    counter_increment(key, timeout=settings.LOGIN_FAILURE_WINDOW_SECONDS)
     raise AuthError(INVALID_CREDENTIALS, code=ErrorCode.INVALID_CREDENTIALS)
 
 
@@ -119,27 +124,23 @@ def user_login_recorded(*, user: User) -> None:
 @transaction.atomic
 def user_verify_email(*, token: str) -> User:
     user = tokens.verification_token_user(token)
-    _mark_verified(user)
+    address_proven(user=user)
     return user
 
 
-def _mark_verified(user: User) -> None:
-    user.email_verified_at = timezone.now()
-    user.save(update_fields=["email_verified_at"])
-    invitations_accept_for(user=user)
-
-
 def user_request_verification(*, email: str) -> None:
-    """Send a new verification link to an unverified account; silent otherwise (no account enumeration)."""
+    """Send a new verification link to an unverified account; silent otherwise (no account enumeration), and silent
+    past the address's limit too (an answer that differed would tell that the address has an account)."""
     user = User.objects.filter(email=_normalized(email), is_active=True, email_verified_at__isnull=True).first()
-    if user is not None:
+    if user is not None and account_email_allowed(kind=AccountEmail.VERIFY_EMAIL, email=user.email):
         account_email_queue(kind=AccountEmail.VERIFY_EMAIL, object_id=user.pk)
 
 
 def user_request_password_reset(*, email: str) -> None:
-    """Send a reset link to an account; silent for an unknown address (no account enumeration)."""
+    """Send a reset link to an account; silent for an unknown address (no account enumeration) and past the
+    address's limit."""
     user = User.objects.filter(email=_normalized(email), is_active=True).first()
-    if user is not None:
+    if user is not None and account_email_allowed(kind=AccountEmail.RESET_PASSWORD, email=user.email):
         account_email_queue(kind=AccountEmail.RESET_PASSWORD, object_id=user.pk)
 
 
@@ -151,7 +152,7 @@ def user_reset_password(*, token: str, password: str) -> User:
     user.set_password(_validated_password(password, user))
     user.save(update_fields=["password"])
     if user.email_verified_at is None:
-        _mark_verified(user)
+        address_proven(user=user)
     return user
 
 
@@ -194,5 +195,5 @@ def user_from_provider(*, email: str, verified: bool, provider: str) -> User:
         if user.has_usable_password():
             user.set_unusable_password()
             user.save(update_fields=["password"])
-        _mark_verified(user)
+        address_proven(user=user)
     return user

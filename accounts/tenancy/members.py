@@ -1,4 +1,5 @@
-"""Who belongs to a project, with which role; an address that has no account yet is invited (`accounts.identity.invitations`).
+"""Who belongs to a project, with which role; an address that has no verified account is invited
+(`accounts.identity.invitations`).
 
 Role rules (docs/accounts.md, "Roles"): an ADMIN or the OWNER manages members; anyone may leave; the OWNER can be
 neither changed nor removed, and no one is made OWNER here.
@@ -63,15 +64,20 @@ def _assignable(role: str) -> str:
 
 @transaction.atomic
 def member_add(*, actor: Membership, email: str, role: str) -> MemberRow:
-    """Add an existing user at once, or invite an unknown address (an invitation email with a sign-up link)."""
+    """Add the account of a verified address at once; invite any other address (an invitation email with a link).
+
+    An account whose address was never verified is invited like an unknown address: anyone may sign up with any
+    address and wait for it to be added to a project, so only the mailbox decides. The membership starts when the
+    address is proven: with the invitation's token, a verification link or a password reset mailed to it.
+    """
     role_require(role=actor.role, required=Role.ADMIN, action="add members")
     role = _assignable(role)
     email = email.strip().lower()
     project = actor.project
     user = User.objects.filter(email=email).first()
-    if user is not None:
-        if Membership.objects.filter(project=project, user=user).exists():
-            raise Conflict(f"{email} is already a member of this project", details={"field": "email"})
+    if user is not None and Membership.objects.filter(project=project, user=user).exists():
+        raise Conflict(f"{email} is already a member of this project", details={"field": "email"})
+    if user is not None and user.email_verified:
         return member_row(Membership.objects.create(project=project, user=user, role=role))
     invitation = invitation_create(project=project, email=email, role=role, invited_by=actor.user)
     return MemberRow(email=email, role=role, created_at=invitation.created_at, status="invited")

@@ -22,17 +22,6 @@ def browser() -> APIClient:
     return browser_client()
 
 
-@pytest.fixture
-def committed(django_capture_on_commit_callbacks):
-    """Run a request as a real commit would: its after-commit work (the mail task) runs too."""
-
-    def run(call):
-        with django_capture_on_commit_callbacks(execute=True):
-            return call()
-
-    return run
-
-
 def link_token(message, path: str) -> str:
     links = re.findall(r"https?://\S+", message.text)
     link = next(link for link in links if urlsplit(link).path == path)

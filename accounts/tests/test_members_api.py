@@ -22,17 +22,8 @@ def alice(project) -> APIClient:
 
 @pytest.fixture
 def carol(db):
-    user, _ = user_get_or_create(email="carol@example.test", password=PASSWORD)
+    user, _ = user_get_or_create(email="carol@example.test", password=PASSWORD, verified=True)
     return user
-
-
-@pytest.fixture
-def committed(django_capture_on_commit_callbacks):
-    def run(call):
-        with django_capture_on_commit_callbacks(execute=True):
-            return call()
-
-    return run
 
 
 def _members(client, project_id):
@@ -101,6 +92,64 @@ def test_a_logged_in_user_may_accept_an_invitation_to_another_address(alice, pro
     assert ("carol@example.test", "MEMBER") in _members(alice, project.id)
     used = carol_client.post("/auth/accept-invitation", {"token": token}, format="json")
     assert used.status_code == 400 and used.json()["error"]["code"] == "INVALID_TOKEN"
+
+
+def _link_token(message, path: str) -> str:
+    link = next(link for link in re.findall(r"https?://\S+", message.text) if urlsplit(link).path == path)
+    return parse_qs(urlsplit(link).query)["token"][0]
+
+
+def test_an_account_that_never_verified_its_address_is_invited_not_added(alice, project, smtp_sink, committed):
+    """Someone signs up with another person's address and waits: adding that address to a project gives them
+    nothing. The invitation goes to the mailbox, and the mailbox's owner joins by proving it (a password reset)."""
+    squatter = browser_client()
+    assert (
+        squatter.post("/auth/signup", {"email": "cfo@corp.test", "password": "a squatter's passphrase"}).status_code
+        == 201
+    )
+    added = committed(
+        lambda: alice.post(f"/projects/{project.id}/members", {"email": "CFO@corp.test", "role": "ADMIN"})
+    )
+    assert added.status_code == 201, added.content
+    assert added.json()["data"]["status"] == "invited" and added.json()["data"]["userId"] is None
+    assert squatter.get("/users/@me/projects").json()["data"] == []
+    squatter.credentials(HTTP_X_PROJECT_ID=str(project.id))
+    assert squatter.get("/contacts").json()["error"]["code"] == "PROJECT_ACCESS_DENIED"
+    assert _members(alice, project.id) == {("alice@example.test", "OWNER")}
+    [invitation] = [m for m in smtp_sink.received if "/signup" in m.text]
+    assert invitation.rcpt_tos == ["cfo@corp.test"]
+
+    cfo = browser_client()
+    committed(lambda: cfo.post("/auth/request-password-reset", {"email": "cfo@corp.test"}))
+    token = _link_token(smtp_sink.received[-1], "/reset-password")
+    assert cfo.post("/auth/reset-password", {"token": token, "password": "the cfo's own passphrase"}).status_code == 200
+    assert ("cfo@corp.test", "ADMIN") in _members(alice, project.id)
+    assert squatter.get("/users/@me").status_code == 401  # the squatter's session ended with their password
+    cfo_session = session_client("cfo@corp.test", password="the cfo's own passphrase")
+    assert [row["role"] for row in cfo_session.get("/users/@me/projects").json()["data"]] == ["ADMIN"]
+
+
+def test_an_unverified_account_joins_by_accepting_with_the_token_mailed_to_it(alice, project, smtp_sink, committed):
+    dave = browser_client()
+    committed(lambda: dave.post("/auth/signup", {"email": "dave@example.test", "password": "a long passphrase!"}))
+    committed(lambda: alice.post(f"/projects/{project.id}/members", {"email": "dave@example.test"}))
+    assert Invitation.objects.filter(email="dave@example.test").exists()
+    token = _link_token(next(m for m in smtp_sink.received if "/signup" in m.text), "/signup")
+    accepted = dave.post("/auth/accept-invitation", {"token": token}, HTTP_X_CSRFTOKEN=dave.cookies["csrftoken"].value)
+    assert accepted.status_code == 200 and accepted.json()["data"]["id"] == str(project.id)
+    assert dave.get("/users/@me").json()["emailVerified"] is True
+    assert ("dave@example.test", "MEMBER") in _members(alice, project.id)
+
+
+def test_an_unverified_account_joins_on_verifying_its_address(alice, project, other_project, smtp_sink, committed):
+    dave = browser_client()
+    committed(lambda: dave.post("/auth/signup", {"email": "dave@example.test", "password": "a long passphrase!"}))
+    committed(lambda: alice.post(f"/projects/{project.id}/members", {"email": "dave@example.test", "role": "ADMIN"}))
+    assert ("dave@example.test", "ADMIN") not in _members(alice, project.id)
+    token = _link_token(next(m for m in smtp_sink.received if "/verify-email" in m.text), "/verify-email")
+    assert dave.post("/auth/verify-email", {"token": token}).status_code == 200
+    assert ("dave@example.test", "ADMIN") in _members(alice, project.id)
+    assert [row["id"] for row in dave.get("/users/@me/projects").json()["data"]] == [str(project.id)]
 
 
 @pytest.fixture

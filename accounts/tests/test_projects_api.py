@@ -27,7 +27,7 @@ def with_member(project):
     clients = {}
     for role in ("MEMBER", "ADMIN"):
         email = f"{role.lower()}@example.test"
-        user_get_or_create(email=email, password=PASSWORD)
+        user_get_or_create(email=email, password=PASSWORD, verified=True)
         member_add(actor=owner, email=email, role=role)
         clients[role] = session_client(email)
     return clients
@@ -144,7 +144,7 @@ def test_account_endpoints_need_the_csrf_token_on_writes(project):
     assert client_with(project.keys.secret_key).get("/contacts").status_code == 200
 
 
-def test_reset_wipes_the_data_and_keeps_domains_members_and_keys(alice, project, run_reset):
+def test_reset_wipes_the_data_and_keeps_domains_members_and_keys(alice, project, committed):
     Contact.objects.create(project=project.project, email="c@example.test")
     Template.objects.create(project=project.project, name="T", from_email="hi@alice.test")
     assert [step.name for step in registry.reset_steps()] == [
@@ -154,7 +154,7 @@ def test_reset_wipes_the_data_and_keeps_domains_members_and_keys(alice, project,
         "segments",
         "contacts",
     ]
-    response = run_reset(lambda: alice.post(f"/users/@me/projects/{project.id}/reset"))
+    response = committed(lambda: alice.post(f"/users/@me/projects/{project.id}/reset"))
     assert response.status_code == 202
     job = Job.objects.get(pk=response.json()["jobId"])
     assert job.status == "COMPLETED" and job.progress == 100 and job.result["deleted"]["contacts"] == 1
@@ -164,9 +164,9 @@ def test_reset_wipes_the_data_and_keeps_domains_members_and_keys(alice, project,
     assert client_with(project.keys.secret_key).get("/contacts").status_code == 200
 
 
-def test_reset_touches_no_other_project(alice, project, other_project, run_reset):
+def test_reset_touches_no_other_project(alice, project, other_project, committed):
     Contact.objects.create(project=other_project.project, email="c@example.test")
-    run_reset(lambda: alice.post(f"/users/@me/projects/{project.id}/reset"))
+    committed(lambda: alice.post(f"/users/@me/projects/{project.id}/reset"))
     assert Contact.objects.filter(project=other_project.project).count() == 1
 
 
@@ -176,12 +176,3 @@ def test_delete_removes_the_project_and_its_keys(alice, project):
     assert alice.delete(f"/users/@me/projects/{project.id}").status_code == 204
     assert not Project.objects.filter(pk=project.id).exists()
     assert key_client.get("/contacts").status_code == 401
-
-
-@pytest.fixture
-def run_reset(django_capture_on_commit_callbacks):
-    def run(call):
-        with django_capture_on_commit_callbacks(execute=True):
-            return call()
-
-    return run

@@ -35,7 +35,7 @@ def owner(project):
 @pytest.fixture
 def bob(project):
     """An ADMIN of the project, logged in, whose access is in the cache."""
-    user_get_or_create(email="bob@example.test", password=PASSWORD)
+    user_get_or_create(email="bob@example.test", password=PASSWORD, verified=True)
     member_add(
         actor=Membership.objects.get(role="OWNER", project=project.project), email="bob@example.test", role="ADMIN"
     )

@@ -32,7 +32,7 @@ def _servers_password(email: str) -> None:
 
 
 def test_a_member_removed_through_one_server_is_refused_by_the_other_at_once(project):
-    user_get_or_create(email="bob@example.test", password=PASSWORD)
+    user_get_or_create(email="bob@example.test", password=PASSWORD, verified=True)
     for email in (project.owner_email, "bob@example.test"):
         _servers_password(email)
     member_add(

@@ -92,7 +92,7 @@ def test_a_disabled_project_is_refused_to_sessions_too(alice, project):
 
 def test_a_member_may_not_change_domains_but_may_read_them(project, django_capture_on_commit_callbacks):
     owner = Membership.objects.get(project=project.project)
-    user_get_or_create(email="member@example.test", password=PASSWORD)
+    user_get_or_create(email="member@example.test", password=PASSWORD, verified=True)
     member_add(actor=owner, email="member@example.test", role="MEMBER")
     member = session_client("member@example.test", project.id)
     assert member.get(f"/domains/project/{project.id}").status_code == 200

@@ -228,6 +228,11 @@ DASHBOARD_URL = env.str("DASHBOARD_URL", default=PUBLIC_URL).rstrip("/")
 PASSWORD_RESET_TIMEOUT = env.int("PASSWORD_RESET_TIMEOUT", default=3600)
 EMAIL_VERIFICATION_TIMEOUT = env.int("EMAIL_VERIFICATION_TIMEOUT", default=3 * 24 * 3600)
 INVITATION_TIMEOUT = env.int("INVITATION_TIMEOUT", default=7 * 24 * 3600)
+# Account emails people can ask for (verification, password reset, invitation), per recipient address: seconds
+# between two of the same kind (0: none), and how many of all kinds in 24 hours; invitations per project in 24 hours.
+ACCOUNT_EMAIL_COOLDOWN_SECONDS = env.int("ACCOUNT_EMAIL_COOLDOWN_SECONDS", default=60)
+ACCOUNT_EMAIL_DAILY_LIMIT = env.int("ACCOUNT_EMAIL_DAILY_LIMIT", default=20)
+INVITATION_DAILY_LIMIT_PER_PROJECT = env.int("INVITATION_DAILY_LIMIT_PER_PROJECT", default=100)
 # Failed logins per address (lower-cased) before that address is locked out, and the window they count in.
 LOGIN_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=10)
 LOGIN_FAILURE_WINDOW_SECONDS = env.int("LOGIN_FAILURE_WINDOW_SECONDS", default=15 * 60)
