@@ -259,3 +259,15 @@ def one_rate_window():
     (`core.ratelimit`) to end in it, even on a slow machine."""
     if time.time() % 60 > 45:
         time.sleep(60.5 - time.time() % 60)
+
+
+@pytest.fixture
+def committed(django_capture_on_commit_callbacks):
+    """Run `call()` and then what it queued for after its commit, as a real commit would (with eager Celery: the
+    mail tasks, a campaign's fan-out and deliveries)."""
+
+    def run(call):
+        with django_capture_on_commit_callbacks(execute=True):
+            return call()
+
+    return run

@@ -55,17 +55,6 @@ def audience(project, other_project):
 
 
 @pytest.fixture
-def committed(django_capture_on_commit_callbacks):
-    """Run `call()` and then what it queued for after its commit (eager Celery: the fan-out, the deliveries)."""
-
-    def run(call):
-        with django_capture_on_commit_callbacks(execute=True):
-            return call()
-
-    return run
-
-
-@pytest.fixture
 def send(secret_client, committed):
     def post(campaign_id, body=None, client=secret_client):
         return committed(lambda: client.post(f"/campaigns/{campaign_id}/send", body or {}, format="json"))
