@@ -45,3 +45,19 @@ def delivery_lease(app_configs, **kwargs):
             )
         )
     return problems
+
+
+@register(deploy=True)
+def admin_host_alone(app_configs, **kwargs):
+    """ADMIN_HOST compares the request's Host header, which a client writes: without ADMIN_NETWORKS, the admin stays
+    confined only if the proxy in front refuses other host names (docs/security.md, "The operators' part")."""
+    if settings.ADMIN_HOST and not settings.ADMIN_NETWORKS:
+        return [
+            Warning(
+                "ADMIN_HOST is set without ADMIN_NETWORKS: a client that sends `Host: "
+                f"{settings.ADMIN_HOST}` reaches /admin/ unless the proxy refuses host names other than its own.",
+                hint="Set ADMIN_NETWORKS to the networks operators come from (e.g. 10.0.0.0/8).",
+                id="herald.W005",
+            )
+        ]
+    return []

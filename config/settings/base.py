@@ -5,6 +5,7 @@ Celery broker, a local-memory cache and an outbox folder for mail. Production po
 PostgreSQL, Redis and an SMTP relay or provider (README, "Production").
 """
 
+import ipaddress
 import secrets
 from pathlib import Path
 
@@ -351,7 +352,14 @@ SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
 SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
 # A load balancer's health probe may come over plain http from inside the network.
 SECURE_REDIRECT_EXEMPT = [r"^health$"]
-# Operators' pages (/admin/) answer only on this host when it is set (e.g. an internal name); elsewhere they are 404.
+# Operators' pages (/admin/) answer only to clients in these networks (CIDR, comma-separated; the client's address as
+# TRUSTED_PROXY_COUNT reads it) and only on this host, when set (e.g. an internal name); elsewhere they are 404.
+ADMIN_NETWORKS = env.list("ADMIN_NETWORKS", default=[])
+for _network in ADMIN_NETWORKS:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(f"ADMIN_NETWORKS: {_network!r} is not a network (e.g. 10.0.0.0/8)") from None
 ADMIN_HOST = env.str("ADMIN_HOST", default="").lower()
 # GET /metrics (Prometheus) answers a scraper sending this as a Bearer token; unset, the route does not exist (404).
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")

@@ -20,6 +20,17 @@ def test_nginx_body_limit_and_proxy_headers_match_the_service():
     assert "proxy_set_header Host $host;" in site
 
 
+def test_nginx_forwards_only_its_own_host_name_and_never_the_admin():
+    site = (DEPLOY / "nginx" / "herald.conf").read_text()
+    servers = re.findall(r"^server \{.*?^\}", site, flags=re.S | re.M)
+    catch_all = [server for server in servers if "default_server" in server]
+    # Other names on both ports end there, refused, so `Host: <ADMIN_HOST>` never reaches the service.
+    assert len(catch_all) == 2 and all("return 444;" in server and "proxy_pass" not in server for server in catch_all)
+    (public,) = [server for server in servers if "proxy_pass" in server]
+    assert "server_name mail.example.com;" in public
+    assert re.search(r"location /admin/ \{\s*return 404;\s*\}", public)
+
+
 def test_units_start_web_worker_beat_and_smtp():
     units = {path.stem: path.read_text() for path in (DEPLOY / "systemd").glob("*.service")}
     assert set(units) == {"herald-web", "herald-worker", "herald-beat", "herald-smtp"}

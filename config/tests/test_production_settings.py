@@ -97,6 +97,48 @@ def test_operator_pages_answer_only_on_the_admin_host(settings):
 
 
 @pytest.mark.django_db
+def test_operator_pages_answer_only_inside_the_admin_networks_whatever_the_host_says(settings):
+    # Behind one proxy: the client's address is the entry the proxy appends, the rightmost.
+    settings.TRUSTED_PROXY_COUNT = 1
+    settings.ADMIN_NETWORKS = ["10.20.0.0/16", "127.0.0.1/32"]
+    settings.ADMIN_HOST = "ops.internal"
+    settings.ALLOWED_HOSTS = ["mail.example.test", "ops.internal"]
+    client = Client()
+
+    def login_page(forwarded_for: str, host: str = "ops.internal"):
+        return client.get("/admin/login/", HTTP_HOST=host, HTTP_X_FORWARDED_FOR=forwarded_for)
+
+    # An outsider naming the admin's host (before ADMIN_NETWORKS, the Host header alone let it in), and one who
+    # writes an inside address into X-Forwarded-For itself: the proxy's entry is still the outsider's.
+    assert login_page("203.0.113.9").status_code == 404
+    assert login_page("10.20.3.4, 203.0.113.9").status_code == 404
+    assert login_page("not an address").status_code == 404
+    assert login_page("10.20.3.4").status_code == 200
+    # Inside the network but on the public name: the host rule still holds.
+    assert login_page("10.20.3.4", host="mail.example.test").status_code == 404
+    # The public API is not confined.
+    assert client.get("/health", HTTP_HOST="mail.example.test", HTTP_X_FORWARDED_FOR="203.0.113.9").status_code == 200
+
+
+def test_admin_networks_must_be_networks_and_admin_host_alone_is_flagged(settings):
+    from django.core.checks import run_checks
+
+    out = run(
+        ["-c", "import django; django.setup()"],
+        ADMIN_NETWORKS="10.0.0.0/8,ops.internal",
+        SECRET_KEY=secrets.token_urlsafe(50),
+        DJANGO_SETTINGS_MODULE="config.settings.base",
+    )
+    assert out.returncode != 0
+    assert "ADMIN_NETWORKS: 'ops.internal' is not a network" in out.stderr
+
+    settings.ADMIN_HOST, settings.ADMIN_NETWORKS = "ops.internal", []
+    assert "herald.W005" in [message.id for message in run_checks(include_deployment_checks=True)]
+    settings.ADMIN_NETWORKS = ["10.0.0.0/8"]
+    assert "herald.W005" not in [message.id for message in run_checks(include_deployment_checks=True)]
+
+
+@pytest.mark.django_db
 def test_admin_logins_are_locked_out_after_repeated_failures(settings):
     from accounts.models import User
 
