@@ -196,30 +196,75 @@ def _period_end(subscription) -> datetime | None:
     return _moment(items[0].get("current_period_end")) if items else None
 
 
-def _apply(event, obj: dict, billing: ProjectBilling) -> None:
+MISSING: dict = {}
+
+
+def _subscription_now(subscription_id: str) -> dict | None:
+    """The subscription as the provider holds it now. Events of one second can arrive in any order (a deletion and
+    an update both stamped 12:00:00), so their own copies cannot say which came last; the provider's current state
+    can. A failure is a 502: nothing is recorded and the provider delivers the event again."""
+    if not provider_enabled():
+        return None
+    try:
+        return _client().v1.subscriptions.retrieve(subscription_id).to_dict()
+    except stripe.InvalidRequestError as exc:
+        if exc.code == "resource_missing":
+            return MISSING
+        raise _provider_failed(exc) from exc
+    except stripe.StripeError as exc:
+        raise _provider_failed(exc) from exc
+
+
+def _subscription_status(subscription: dict) -> str:
+    status = subscription.get("status") or ""
+    if status not in ProjectBilling.SubscriptionStatus.values:
+        return ProjectBilling.SubscriptionStatus.INCOMPLETE  # incomplete_expired, paused: not paying
+    return status
+
+
+def _apply(event, obj: dict, billing: ProjectBilling) -> bool:
     happened = _moment(event.created)
     if billing.subscription_event_at and happened and happened < billing.subscription_event_at:
-        return  # delivered late: a newer event already said more
+        return False  # delivered late: a newer event already said more
+    if event.type == "checkout.session.completed":
+        subscription_id = obj.get("subscription")
+        subscription = None
+    else:
+        subscription_id, subscription = obj.get("id"), obj
+    if not subscription_id:
+        return False
+    if billing.subscription_id and subscription_id != billing.subscription_id and billing.subscribed:
+        # An event of an older (or a second) subscription does not speak for the one the project pays with.
+        logger.info(
+            "Stripe event %s is for %s, not the project's %s", event.id, subscription_id, billing.subscription_id
+        )
+        return False
     if obj.get("customer") and not billing.customer_id:
         billing.customer_id = obj["customer"]
-    if event.type == "checkout.session.completed":
-        if obj.get("subscription"):
-            billing.subscription_id = obj["subscription"]
-            paid = obj.get("payment_status") in ("paid", "no_payment_required")
-            status = ProjectBilling.SubscriptionStatus.ACTIVE if paid else ProjectBilling.SubscriptionStatus.INCOMPLETE
-            billing.subscription_status = status
+    billing.subscription_id = subscription_id
+    current = _subscription_now(subscription_id)
+    if current is MISSING:
+        # Not the provider's (another account's, or made up by whoever holds the signing secret): nothing to apply.
+        logger.warning(
+            "Stripe event %s names subscription %s, which the provider does not know", event.id, subscription_id
+        )
+        return False
+    if current is not None:
+        subscription = current
+    if subscription is not None:
+        billing.subscription_status = _subscription_status(subscription)
+        if event.type == "customer.subscription.deleted" and current is None:
+            billing.subscription_status = ProjectBilling.SubscriptionStatus.CANCELED
+        billing.subscription_period_end = _period_end(subscription)
     else:
-        billing.subscription_id = obj.get("id") or billing.subscription_id
-        status = obj.get("status") or ""
-        if event.type == "customer.subscription.deleted":
-            status = ProjectBilling.SubscriptionStatus.CANCELED
-        if status not in ProjectBilling.SubscriptionStatus.values:
-            status = ProjectBilling.SubscriptionStatus.INCOMPLETE  # incomplete_expired, paused: not paying
+        # A checkout while the API cannot be asked (only a signing secret configured): its payment says enough.
+        paid = obj.get("payment_status") in ("paid", "no_payment_required")
+        status = ProjectBilling.SubscriptionStatus.ACTIVE if paid else ProjectBilling.SubscriptionStatus.INCOMPLETE
         billing.subscription_status = status
-        billing.subscription_period_end = _period_end(obj)
     billing.subscription_event_at = happened
     billing.updated_at = timezone.now()
     billing.save()
+    return True
 
 
 @transaction.atomic
@@ -240,7 +285,6 @@ def billing_webhook_receive(*, payload: bytes, signature: str | None) -> bool:
     if billing is None:
         logger.warning("Stripe event %s (%s) names no known project or customer", event.id, event.type)
         return False
-    _apply(event, obj, billing)
     receipt.project_id = billing.project_id
     receipt.save(update_fields=["project"])
-    return True
+    return _apply(event, obj, billing)

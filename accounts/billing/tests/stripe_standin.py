@@ -12,6 +12,8 @@ class StandIn:
     base: str
     calls: list[tuple[str, str, dict]] = field(default_factory=list)
     invoices: list[dict] = field(default_factory=list)
+    # The subscriptions as the provider holds them now, by id (what a retrieve answers).
+    subscriptions: dict[str, dict] = field(default_factory=dict)
     failing: bool = False
 
     def paths(self) -> list[str]:
@@ -31,6 +33,12 @@ def _answers(stand_in: StandIn, method: str, path: str, params: dict) -> tuple[i
     if (method, path) == ("GET", "/v1/invoices"):
         mine = [invoice for invoice in stand_in.invoices if invoice["customer"] == params.get("customer")]
         return 200, {"object": "list", "url": "/v1/invoices", "has_more": False, "data": mine}
+    if method == "GET" and path.startswith("/v1/subscriptions/"):
+        subscription = stand_in.subscriptions.get(path.removeprefix("/v1/subscriptions/"))
+        if subscription is None:
+            error = {"type": "invalid_request_error", "code": "resource_missing", "message": "No such subscription"}
+            return 404, {"error": error}
+        return 200, {"object": "subscription", **subscription}
     return 404, {"error": {"type": "invalid_request_error", "message": f"Unrecognized request URL ({path})"}}
 
 

@@ -138,6 +138,7 @@ def test_without_its_settings_checkout_and_portal_are_501_and_invoices_empty(set
 def test_a_completed_checkout_and_subscription_events_set_the_subscription(stripe_api, anon_client, project, settings):
     settings.FREE_TIER_MONTHLY_EMAILS = 100
     assert billing_limits(project=project.project)["transactional"].limit == 100
+    stripe_api.subscriptions["sub_1"] = {"id": "sub_1", "customer": "cus_9", "status": "active"}
     body, signature = signed(
         event(
             "evt_1",
@@ -167,6 +168,7 @@ def test_a_completed_checkout_and_subscription_events_set_the_subscription(strip
         "status": "past_due",
         "items": {"object": "list", "data": [{"id": "si_1", "current_period_end": 1767225600}]},
     }
+    stripe_api.subscriptions["sub_1"] = subscription
     body, signature = signed(event("evt_2", "customer.subscription.updated", subscription))
     assert post_webhook(anon_client, body, signature).status_code == 200
     billing.refresh_from_db()
@@ -174,6 +176,7 @@ def test_a_completed_checkout_and_subscription_events_set_the_subscription(strip
     assert billing.subscription_period_end.isoformat() == "2026-01-01T00:00:00+00:00"
     assert billing_limits(project=project.project)["transactional"].limit == 100
 
+    stripe_api.subscriptions["sub_1"] = {**subscription, "status": "canceled"}
     body, signature = signed(event("evt_3", "customer.subscription.deleted", {**subscription, "status": "canceled"}))
     assert post_webhook(anon_client, body, signature).status_code == 200
     billing.refresh_from_db()
@@ -189,6 +192,7 @@ def test_a_replayed_event_changes_nothing_twice(stripe_api, anon_client, project
         "status": "active",
         "metadata": {"projectId": str(project.id)},
     }
+    stripe_api.subscriptions["sub_1"] = subscription
     body, signature = signed(event("evt_1", "customer.subscription.created", subscription))
     assert post_webhook(anon_client, body, signature).json() == {"received": True, "applied": True}
     ProjectBilling.objects.filter(project=project.project).update(subscription_status="canceled")
@@ -207,11 +211,77 @@ def test_an_older_event_delivered_late_changes_nothing(stripe_api, anon_client, 
         "metadata": {"projectId": str(project.id)},
     }
     now = int(time.time())
+    stripe_api.subscriptions["sub_1"] = {**subscription, "status": "active"}
     body, signature = signed(event("evt_2", "customer.subscription.updated", {**subscription, "status": "active"}, now))
     post_webhook(anon_client, body, signature)
     late = event("evt_1", "customer.subscription.updated", {**subscription, "status": "incomplete"}, now - 60)
     body, signature = signed(late)
     assert post_webhook(anon_client, body, signature).status_code == 200
+    assert ProjectBilling.objects.get(project=project.project).subscription_status == "active"
+
+
+def test_events_of_the_same_second_end_in_the_subscriptions_own_state(stripe_api, anon_client, project):
+    # A cancellation and an update stamped the same second, the deletion delivered first: the update's own copy
+    # still says active (before the provider was asked, it turned the cancelled subscription back to active).
+    subscription = {"object": "subscription", "id": "sub_1", "customer": "cus_9"}
+    subscription["metadata"] = {"projectId": str(project.id)}
+    stripe_api.subscriptions["sub_1"] = {**subscription, "status": "canceled"}
+    second = int(time.time())
+    for event_id, kind, status in [
+        ("evt_b", "customer.subscription.deleted", "canceled"),
+        ("evt_a", "customer.subscription.updated", "active"),
+    ]:
+        body, signature = signed(event(event_id, kind, {**subscription, "status": status}, second))
+        assert post_webhook(anon_client, body, signature).status_code == 200
+        assert ProjectBilling.objects.get(project=project.project).subscription_status == "canceled"
+    assert stripe_api.paths() == ["GET /v1/subscriptions/sub_1", "GET /v1/subscriptions/sub_1"]
+
+
+def test_events_of_another_subscription_do_not_speak_for_the_one_paid_with(stripe_api, anon_client, project):
+    metadata = {"projectId": str(project.id)}
+    stripe_api.subscriptions["sub_old"] = {"id": "sub_old", "customer": "cus_9", "status": "canceled"}
+    stripe_api.subscriptions["sub_new"] = {"id": "sub_new", "customer": "cus_9", "status": "active"}
+
+    def deliver(event_id: str, subscription_id: str, status: str) -> dict:
+        obj = {"object": "subscription", "id": subscription_id, "customer": "cus_9", "status": status}
+        body, signature = signed(event(event_id, "customer.subscription.updated", {**obj, "metadata": metadata}))
+        return post_webhook(anon_client, body, signature).json()
+
+    assert deliver("evt_1", "sub_new", "active") == {"received": True, "applied": True}
+    # The old subscription's late news (its cancellation) leaves the paying one alone.
+    assert deliver("evt_2", "sub_old", "canceled") == {"received": True, "applied": False}
+    billing = ProjectBilling.objects.get(project=project.project)
+    assert (billing.subscription_id, billing.subscription_status) == ("sub_new", "active")
+    # Once that one ends, a new subscription takes its place.
+    stripe_api.subscriptions["sub_new"]["status"] = "canceled"
+    stripe_api.subscriptions["sub_3"] = {"id": "sub_3", "customer": "cus_9", "status": "trialing"}
+    assert deliver("evt_3", "sub_new", "canceled")["applied"]
+    assert deliver("evt_4", "sub_3", "trialing")["applied"]
+    billing.refresh_from_db()
+    assert (billing.subscription_id, billing.subscription_status) == ("sub_3", "trialing")
+
+
+def test_a_subscription_the_provider_cannot_tell_about_is_retried_or_ignored(stripe_api, anon_client, project):
+    obj = {"object": "subscription", "id": "sub_1", "customer": "cus_9", "status": "active"}
+    body, signature = signed(
+        event("evt_1", "customer.subscription.created", {**obj, "metadata": {"projectId": str(project.id)}})
+    )
+    # The provider's API failing: 502, nothing recorded, so its redelivery applies the event.
+    stripe_api.failing = True
+    response = post_webhook(anon_client, body, signature)
+    assert response.status_code == 502
+    assert response.json()["error"]["code"] == "PAYMENT_PROVIDER_ERROR"
+    assert not ProviderEvent.objects.exists() and not ProjectBilling.objects.exists()
+    # A subscription it does not know (made up by whoever holds the signing secret): received, not applied.
+    stripe_api.failing = False
+    assert post_webhook(anon_client, body, signature).json() == {"received": True, "applied": False}
+    assert ProjectBilling.objects.get(project=project.project).subscription_status == ""
+    # Known now: the next delivery of another event applies it.
+    stripe_api.subscriptions["sub_1"] = obj
+    body, signature = signed(
+        event("evt_2", "customer.subscription.updated", {**obj, "metadata": {"projectId": str(project.id)}})
+    )
+    assert post_webhook(anon_client, body, signature).json() == {"received": True, "applied": True}
     assert ProjectBilling.objects.get(project=project.project).subscription_status == "active"
 
 
