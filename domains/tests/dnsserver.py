@@ -80,7 +80,7 @@ class DnsServer:
         self.address = f"{host}:{self.port}"
         for srv in (self.udp, self.tcp):
             srv.daemon_threads = True
-            threading.Thread(target=srv.serve_forever, daemon=True).start()
+            threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     def reset(self) -> None:
         self.zone.clear()
