@@ -71,12 +71,16 @@ class ImageUploadView(ApiView):
         request={"multipart/form-data": ImageUploadInputSerializer},
         responses={201: ImageUploadedSerializer, 413: ERROR_RESPONSE, 422: ERROR_RESPONSE},
     )
+    def initial(self, request, *args, **kwargs):
+        # Before authentication: a browser session's CSRF check reads the form, and with it the file, through the
+        # handlers set by then (set later, Django refuses them: the upload has already been read).
+        request._request.upload_handlers = [BoundedUploadHandler(request._request, limit=upload_max_bytes())]
+        super().initial(request, *args, **kwargs)
+
     def post(self, request):
-        limit = upload_max_bytes()
         length = int(request.META.get("CONTENT_LENGTH") or 0)
-        if length > limit + _MULTIPART_OVERHEAD:
+        if length > upload_max_bytes() + _MULTIPART_OVERHEAD:
             raise too_large(length)
-        request._request.upload_handlers = [BoundedUploadHandler(request._request, limit=limit)]
         upload = request.FILES.get("file")
         if upload is None:
             raise ValidationFailed.field("file", "Required: a multipart file field named file", "invalid_type")

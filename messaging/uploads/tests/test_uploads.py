@@ -259,3 +259,20 @@ def test_each_project_has_its_own_upload_storage_quota(secret_client, other_proj
     # The other project's uploads count only against its own quota: it still has all of it, then no more.
     assert [upload(theirs, content).status_code for _ in range(3)] == [201, 201, 413]
     assert len(stored(media)) == 4
+
+
+def test_a_browser_session_uploads_with_its_csrf_token(project, media, settings):
+    from conftest import persona_client
+
+    browser = persona_client(project, "session")
+    response = upload(browser, image_bytes("PNG"))
+    assert response.status_code == 201, response.content
+    # Past the limit through a session too: the answer is 413, not a server error.
+    settings.UPLOAD_IMAGE_MAX_BYTES = 1000
+    refused = upload(browser, b"\x89PNG" + b"\0" * 2000)
+    assert refused.status_code == 413
+    assert refused.json()["error"]["code"] == "PAYLOAD_TOO_LARGE"
+    # Without the token the session is refused, and nothing more is stored.
+    browser.credentials(HTTP_X_PROJECT_ID=str(project.id))
+    assert upload(browser, image_bytes("PNG")).status_code == 403
+    assert len(stored(media)) == 1
