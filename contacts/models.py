@@ -47,6 +47,10 @@ class Event(models.Model):
     # Set on email.* events by the messaging app; a plain UUID so that contacts does not depend on messaging.
     email_id = models.UUIDField(null=True, blank=True)
     data = models.JSONField(default=dict, blank=True)
+    # The chain of causes of an event that an automated run recorded (a workflow step's subscription change): the
+    # ids of the runs that led to it, oldest first, as the recording app gives them; null for every other event.
+    # This app stores it and never reads it (docs/workflows.md, "Chains of causes").
+    chain = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

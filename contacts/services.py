@@ -78,9 +78,14 @@ def contact_changed_announce(*, project_id, contact_id) -> None:
         )
 
 
-def event_record(*, project: Project, contact: Contact, name: str, data: dict | None = None, email_id=None) -> Event:
-    """Record one event (tracked or system) and announce it after commit."""
-    event = Event.objects.create(project=project, contact=contact, name=name, data=data or {}, email_id=email_id)
+def event_record(
+    *, project: Project, contact: Contact, name: str, data: dict | None = None, email_id=None, chain: list | None = None
+) -> Event:
+    """Record one event (tracked or system) and announce it after commit; `chain`: its chain of causes, when an
+    automated run recorded it (`Event.chain`)."""
+    event = Event.objects.create(
+        project=project, contact=contact, name=name, data=data or {}, email_id=email_id, chain=chain
+    )
     events_announce(project=project, events=[event])
     return event
 
@@ -148,9 +153,10 @@ def _pg_events_for_contacts(*, project: Project, contact_ids: QuerySet, name: st
             [project.id, name, json.dumps(data), now, *selected_params],
         )
         rows = cursor.fetchall()
-    fields = ("id", "project_id", "contact_id", "name", "email_id", "data", "created_at")
+    # Every field, `chain` too: a deferred one would cost a query per event when a receiver reads it.
+    fields = ("id", "project_id", "contact_id", "name", "email_id", "data", "chain", "created_at")
     events = [
-        Event.from_db(connection.alias, fields, (event_id, project.id, contact_id, name, None, data, now))
+        Event.from_db(connection.alias, fields, (event_id, project.id, contact_id, name, None, data, None, now))
         for event_id, contact_id in rows
     ]
     events_announce(project=project, events=events)
@@ -174,13 +180,20 @@ def events_delete_by_name(*, project: Project, name: str) -> int:
 
 
 def contact_subscription_set(
-    *, contact: Contact, subscribed: bool | None, source: str, save: bool = True, email_id=None
+    *,
+    contact: Contact,
+    subscribed: bool | None,
+    source: str,
+    save: bool = True,
+    email_id=None,
+    chain: list | None = None,
 ) -> Event | None:
     """The one place a single contact's subscription changes.
 
     Records `contact.subscribed` / `contact.unsubscribed` when the value really changes and nothing otherwise,
-    with `email_id` when the change came through the links of an email (a campaign counts its opt-outs by it).
-    With `save=False` the caller saves the contact (together with its other changes) itself.
+    with `email_id` when the change came through the links of an email (a campaign counts its opt-outs by it), and
+    `chain` when an automated run made it (`Event.chain`). With `save=False` the caller saves the contact (together
+    with its other changes) itself.
     """
     if subscribed is None or contact.subscribed == subscribed:
         return None
@@ -194,6 +207,7 @@ def contact_subscription_set(
         name=SUBSCRIBED_EVENT if subscribed else UNSUBSCRIBED_EVENT,
         data={"source": source},
         email_id=email_id,
+        chain=chain,
     )
 
 

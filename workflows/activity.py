@@ -1,6 +1,7 @@
 """What workflows add to messaging's insights (`messaging.insights.registry`): `workflow.started` and
 `workflow.completed` items in the activity feed (one of each per execution, from the execution's own row),
-executions waiting for a resume time in `/activity/upcoming`, and `totalWorkflowsStarted` in `/activity/stats`."""
+`workflow.refused` items (one per refused start, `workflows.limits`), executions waiting for a resume time in
+`/activity/upcoming`, and `totalWorkflowsStarted` in `/activity/stats`."""
 
 from datetime import datetime
 
@@ -9,28 +10,32 @@ from django.db.models import QuerySet
 from accounts.models import Project
 from core.time import iso
 from messaging.insights.registry import ActivityFilters, ActivityItem, ActivitySource
-from workflows.models import ExecutionStatus, WorkflowExecution
+from workflows.models import ExecutionStatus, RefusedStart, WorkflowExecution
 
-STARTED, COMPLETED = "workflow.started", "workflow.completed"
+STARTED, COMPLETED, REFUSED = "workflow.started", "workflow.completed", "workflow.refused"
 # An execution that reached its end or an EXIT step finished as designed; FAILED and CANCELLED ones did not.
 FINISHED = (ExecutionStatus.COMPLETED, ExecutionStatus.EXITED)
 
 
-def _executions(project: Project, filters: ActivityFilters, kind: str, moment: str) -> QuerySet | None:
+def _wanted(rows: QuerySet, filters: ActivityFilters, kind: str, moment: str, fields: tuple) -> QuerySet | None:
+    """The project's `rows` of `kind` that the filters keep (by contact, and by `moment` in the range), read with
+    `fields`, or None when the filters exclude the kind: none of these items is about an email."""
     if (filters.types is not None and kind not in filters.types) or filters.email_id:
         return None
+    if filters.contact_id:
+        rows = rows.filter(contact_id=filters.contact_id)
+    if filters.start:
+        rows = rows.filter(**{f"{moment}__gte": filters.start})
+    if filters.end:
+        rows = rows.filter(**{f"{moment}__lte": filters.end})
+    return rows.select_related("workflow", "contact").only(*fields, "workflow__name", "contact__email")
+
+
+def _executions(project: Project, filters: ActivityFilters, kind: str, moment: str) -> QuerySet | None:
     executions = WorkflowExecution.objects.filter(project=project)
     if kind == COMPLETED:
         executions = executions.filter(status__in=FINISHED)
-    if filters.contact_id:
-        executions = executions.filter(contact_id=filters.contact_id)
-    if filters.start:
-        executions = executions.filter(**{f"{moment}__gte": filters.start})
-    if filters.end:
-        executions = executions.filter(**{f"{moment}__lte": filters.end})
-    return executions.select_related("workflow", "contact").only(
-        "id", "status", "started_at", "completed_at", "exit_reason", "workflow__name", "contact__email"
-    )
+    return _wanted(executions, filters, kind, moment, ("id", "status", "started_at", "completed_at", "exit_reason"))
 
 
 def _item(kind: str, execution: WorkflowExecution) -> ActivityItem:
@@ -60,16 +65,49 @@ def _present(kind: str):
     return present
 
 
-SOURCES = [
-    ActivitySource(
-        name=f"workflows.{moment}",
-        types=(kind,),
-        queryset=lambda project, filters, kind=kind, moment=moment: _executions(project, filters, kind, moment),
-        timestamp_field=moment,
-        item=lambda execution, kind=kind: _item(kind, execution),
-        present_types=_present(kind),
+def _refusals(project: Project, filters: ActivityFilters) -> QuerySet | None:
+    fields = ("id", "reason", "trigger_event_id", "event_name", "chain", "created_at")
+    return _wanted(RefusedStart.objects.filter(project=project), filters, REFUSED, "created_at", fields)
+
+
+def _refused_item(refusal: RefusedStart) -> ActivityItem:
+    return ActivityItem(
+        id=refusal.id,
+        type=REFUSED,
+        timestamp=refusal.created_at,
+        contact_id=refusal.contact_id,
+        contact_email=refusal.contact.email,
+        metadata={
+            "workflowId": str(refusal.workflow_id),
+            "workflowName": refusal.workflow.name,
+            "reason": refusal.reason,
+            "eventId": str(refusal.trigger_event_id),
+            "eventName": refusal.event_name,
+            "chain": refusal.chain,
+        },
     )
-    for kind, moment in ((STARTED, "started_at"), (COMPLETED, "completed_at"))
+
+
+SOURCES = [
+    *(
+        ActivitySource(
+            name=f"workflows.{moment}",
+            types=(kind,),
+            queryset=lambda project, filters, kind=kind, moment=moment: _executions(project, filters, kind, moment),
+            timestamp_field=moment,
+            item=lambda execution, kind=kind: _item(kind, execution),
+            present_types=_present(kind),
+        )
+        for kind, moment in ((STARTED, "started_at"), (COMPLETED, "completed_at"))
+    ),
+    ActivitySource(
+        name="workflows.refused",
+        types=(REFUSED,),
+        queryset=_refusals,
+        timestamp_field="created_at",
+        item=_refused_item,
+        present_types=lambda project: [REFUSED] if RefusedStart.objects.filter(project=project).exists() else [],
+    ),
 ]
 
 

@@ -1,5 +1,6 @@
 """Admin for workflows: the graph as an ordered list of steps and where each leads, executions filtered by status
-and workflow with their step executions inline, and a "cancel" action that calls the same service as the API."""
+and workflow with their step executions inline, and a "cancel" action that calls the same service as the API; the
+starts refused to workflows that start each other, read-only."""
 
 from django import forms
 from django.contrib import admin, messages
@@ -7,7 +8,7 @@ from django.utils.html import format_html, format_html_join
 
 from core.counts import EstimatedCountPaginator
 from core.errors import Conflict
-from workflows.models import ACTIVE_STATUSES, Workflow, WorkflowExecution, WorkflowStepExecution
+from workflows.models import ACTIVE_STATUSES, RefusedStart, Workflow, WorkflowExecution, WorkflowStepExecution
 from workflows.selectors import workflow_with_graph
 from workflows.services import execution_cancel, workflow_missing, workflow_update
 
@@ -93,7 +94,7 @@ class WorkflowExecutionAdmin(admin.ModelAdmin):
     list_select_related = ["workflow", "contact", "current_step"]
     fields = [
         "id", "project", "workflow", "contact", "entry", "status", "current_step", "exit_reason", "context",
-        "trigger_event_id", "resume_at", "started_at", "completed_at", "created_at", "updated_at",
+        "trigger_event_id", "chain", "resume_at", "started_at", "completed_at", "created_at", "updated_at",
     ]  # fmt: skip
     readonly_fields = fields
     inlines = [StepExecutionInline]
@@ -115,3 +116,22 @@ class WorkflowExecutionAdmin(admin.ModelAdmin):
                 continue  # finished meanwhile
             cancelled += 1
         self.message_user(request, f"Cancelled {cancelled} execution(s).", messages.SUCCESS)
+
+
+@admin.register(RefusedStart)
+class RefusedStartAdmin(admin.ModelAdmin):
+    list_display = ["created_at", "workflow", "contact", "reason", "event_name"]
+    list_filter = ["reason", "workflow"]
+    search_fields = ["contact__email", "workflow__name", "=trigger_event_id"]
+    list_select_related = ["workflow", "contact"]
+    fields = ["id", "project", "workflow", "contact", "reason", "event_name", "trigger_event_id", "chain", "created_at"]
+    readonly_fields = fields
+    ordering = ["-created_at"]
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

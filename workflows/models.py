@@ -170,6 +170,12 @@ class WorkflowTransition(models.Model):
         return self.wait_outcome or None
 
 
+def chain_onward(chain: list, workflow_id) -> list[str]:
+    """The chain of causes of what an execution's steps make happen: the execution's own chain, and its workflow
+    last."""
+    return [*chain, str(workflow_id)]
+
+
 class WorkflowExecution(models.Model):
     """One run of a workflow for one contact.
 
@@ -190,6 +196,10 @@ class WorkflowExecution(models.Model):
     )
     exit_reason = models.TextField(blank=True)
     context = models.JSONField(default=dict, blank=True)
+    # The chain of causes (docs/workflows.md, "Chains of causes"): the workflow ids of the executions whose effects
+    # led to the event that started this one, oldest first; empty when nothing automated caused it (a tracked
+    # event, an API call). What this execution's own effects carry on is `chain_onward`.
+    chain = models.JSONField(default=list, blank=True)
     # When the engine's sweep should next look at the execution: while WAITING, the end of its DELAY, timeout or
     # webhook retry wait (none: it waits for an event); while RUNNING, the end of its step's lease or of the grace
     # given its task to arrive.
@@ -229,6 +239,8 @@ class WorkflowExecution(models.Model):
                 fields=["contact"], condition=Q(status=ExecutionStatus.WAITING), name="execution_waiting_contact"
             ),
             models.Index(fields=["project", "created_at"], name="execution_project_created"),
+            # The daily cap: a contact's executions of a workflow started since a moment, read from the index alone.
+            models.Index(fields=["workflow", "contact", "started_at"], name="execution_contact_started"),
             # The activity feed's workflow.started and workflow.completed items, newest first (workflows/activity.py).
             models.Index(fields=["project", "started_at", "id"], name="execution_project_started"),
             models.Index(
@@ -244,6 +256,10 @@ class WorkflowExecution(models.Model):
     @property
     def active(self) -> bool:
         return self.status in ACTIVE_STATUSES
+
+    @property
+    def chain_onward(self) -> list[str]:
+        return chain_onward(self.chain, self.workflow_id)
 
     @property
     def exit_reason_or_none(self) -> str | None:
@@ -282,3 +298,40 @@ class WorkflowStepExecution(models.Model):
     @property
     def error_or_none(self) -> str | None:
         return self.error or None
+
+
+class RefusedReason(models.TextChoices):
+    CHAIN_DEPTH = "CHAIN_DEPTH"
+    DAILY_CAP = "DAILY_CAP"
+
+
+class RefusedStart(models.Model):
+    """An event that would have started a workflow for a contact and did not (docs/workflows.md, "Chains of
+    causes"): its chain of causes had already run the workflow `WORKFLOW_MAX_CHAIN_DEPTH` times (CHAIN_DEPTH), or
+    the contact had `WORKFLOW_DAILY_EXECUTIONS_PER_CONTACT` executions of it in the last 24 hours (DAILY_CAP). Each
+    is a `workflow.refused` item of the activity feed."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)
+    # Indexed by the unique constraint below.
+    workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="+", db_index=False)
+    contact = models.ForeignKey(Contact, on_delete=models.CASCADE, related_name="+")
+    reason = models.CharField(max_length=11, choices=RefusedReason.choices)
+    trigger_event_id = models.UUIDField()
+    event_name = models.CharField(max_length=255)
+    # The refused event's chain of causes (workflow ids, oldest first).
+    chain = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            # An event announced twice is refused once, as it starts a workflow once (`execution_one_per_event`).
+            models.UniqueConstraint(fields=["workflow", "trigger_event_id"], name="refused_start_one_per_event"),
+        ]
+        indexes = [
+            # The activity feed's workflow.refused items, newest first (workflows/activity.py).
+            models.Index(fields=["project", "created_at", "id"], name="refused_start_project_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.workflow_id} for {self.contact_id} refused ({self.reason})"

@@ -1,7 +1,7 @@
-"""Events meet workflows: an event starts the project's enabled EVENT workflows whose trigger is its name, and
-resumes the executions of its contact waiting for it in a WAIT_FOR_EVENT step. Both are set-based (one recording
-call, however many events, costs a few statements) and durable: what they write carries a `resume_at`, so a task
-the broker loses is published again by the sweep (`workflows.engine`)."""
+"""Events meet workflows: an event starts the project's enabled EVENT workflows whose trigger is its name (unless
+`workflows.limits` refuses it), and resumes the executions of its contact waiting for it in a WAIT_FOR_EVENT step.
+Both are set-based (one recording call, however many events, costs a few statements) and durable: what they write
+carries a `resume_at`, so a task the broker loses is published again by the sweep (`workflows.engine`)."""
 
 from collections import defaultdict
 
@@ -13,8 +13,10 @@ from accounts.models import Project
 from contacts.models import Event
 from core.time import iso
 from workflows.dispatch import executions_publish_after_commit, publish_grace
+from workflows.limits import events_chains, refusals_log, starts_sift
 from workflows.models import (
     ExecutionStatus,
+    RefusedStart,
     StepExecutionStatus,
     StepType,
     WaitOutcome,
@@ -37,16 +39,21 @@ def events_concern_workflows(*, project: Project, events: list[Event]) -> None:
     for event in events:
         for trigger in known.triggers.get(event.name, ()):
             by_trigger[trigger].append(event)
-    for trigger, matched in by_trigger.items():
-        executions_start_for_events(project=project, trigger=trigger, events=matched)
+    if by_trigger:
+        chains = events_chains(project=project, events=[event for matched in by_trigger.values() for event in matched])
+        for trigger, matched in by_trigger.items():
+            executions_start_for_events(project=project, trigger=trigger, events=matched, chains=chains)
 
 
-def executions_start_for_events(*, project: Project, trigger: Trigger, events: list[Event]) -> list:
-    """Start an execution of the trigger's workflow per event, with the event's data as `context`; returns the ids
-    started. The database decides what is refused, in one INSERT that skips conflicts: a second start for one event
-    (`execution_one_per_event`), a contact's second entry without re-entry (`execution_unique_entry`, entry 1), a
-    second active execution with re-entry (`execution_one_active_per_contact`)."""
+def executions_start_for_events(*, project: Project, trigger: Trigger, events: list[Event], chains: dict) -> list:
+    """Start an execution of the trigger's workflow per event, with the event's data as `context` and its chain of
+    causes (`chains`, from `workflows.limits.events_chains`); returns the ids started. `workflows.limits` refuses
+    the starts past the chain depth or the daily cap, recorded with the starts. The database decides the rest, in
+    one INSERT that skips conflicts: a second start for one event (`execution_one_per_event`), a contact's second
+    entry without re-entry (`execution_unique_entry`, entry 1), a second active execution with re-entry
+    (`execution_one_active_per_contact`)."""
     now = timezone.now()
+    events, refusals = starts_sift(project=project, trigger=trigger, events=events, chains=chains, now=now)
     contact_ids = {event.contact_id for event in events}
     last_entry: dict = {}
     if trigger.allow_reentry:
@@ -65,6 +72,7 @@ def executions_start_for_events(*, project: Project, trigger: Trigger, events: l
             trigger_event_id=event.id,
             current_step_id=trigger.trigger_step_id,
             context=event.data if isinstance(event.data, dict) else {},
+            chain=chains.get(event.id, []),
             resume_at=publish_grace(now),
             started_at=now,
             created_at=now,
@@ -73,9 +81,11 @@ def executions_start_for_events(*, project: Project, trigger: Trigger, events: l
         for event in events
     ]
     with transaction.atomic():
+        RefusedStart.objects.bulk_create(refusals, ignore_conflicts=True)
         WorkflowExecution.objects.bulk_create(executions, ignore_conflicts=True)
         started = list(WorkflowExecution.objects.filter(id__in=[e.id for e in executions]).values_list("id", flat=True))
         executions_publish_after_commit(started)
+    refusals_log(refusals)
     return started
 
 

@@ -326,7 +326,13 @@ def _update_contact(claim: Claim) -> Outcome:
         contact_update(contact=contact, data=updates)
     action = config.get("subscriptionAction", "none")
     if action != "none":
-        contact_subscription_set(contact=contact, subscribed=action == "subscribe", source="workflow")
+        # The event carries the chain of causes on, so that a workflow it starts can tell a loop (`workflows.limits`).
+        contact_subscription_set(
+            contact=contact,
+            subscribed=action == "subscribe",
+            source="workflow",
+            chain=claim.execution.chain_onward,
+        )
     return Outcome(
         output={"updated": sorted(updates or {}), "subscriptionAction": action, "subscribed": contact.subscribed}
     )

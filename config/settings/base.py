@@ -601,6 +601,12 @@ WORKFLOW_ETA_MAX_SECONDS = env.int("WORKFLOW_ETA_MAX_SECONDS", default=900)
 # Executions per engine task, and how many due ones one sweep takes at most.
 WORKFLOW_TASK_BATCH = env.int("WORKFLOW_TASK_BATCH", default=50)
 WORKFLOW_SWEEP_LIMIT = env.int("WORKFLOW_SWEEP_LIMIT", default=20000)
+# Workflows that start each other (docs/workflows.md "Chains of causes"): in one chain of causes (an event, what
+# the executions it started made happen, and so on) a workflow runs at most this many times; an event whose chain
+# already ran it that often starts it no more. And a contact starts at most this many executions of one workflow by
+# events in any 24 hours. A refused start is an activity item and a log line. 0 turns either off.
+WORKFLOW_MAX_CHAIN_DEPTH = env.int("WORKFLOW_MAX_CHAIN_DEPTH", default=3)
+WORKFLOW_DAILY_EXECUTIONS_PER_CONTACT = env.int("WORKFLOW_DAILY_EXECUTIONS_PER_CONTACT", default=20)
 
 # Billing (docs/billing.md) ----------------------------------------------------------------------------------------
 # The payment provider: checkout, billing portal and invoices are on when both the secret key and the price of the

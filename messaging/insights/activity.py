@@ -41,6 +41,7 @@ ACTIVITY_TYPES = (
     "campaign.sent",
     "workflow.started",
     "workflow.completed",
+    "workflow.refused",
 )
 TRIGGERED = "event.triggered"
 
