@@ -2,6 +2,7 @@
 request, and answers each path as the test says (200 "ok" unless told otherwise)."""
 
 import datetime
+import select
 import socket
 import ssl
 import threading
@@ -197,6 +198,7 @@ class RawReceiver:
         except OSError:
             pass  # the client hung up
         finally:
+            conversation.ended = time.monotonic()
             conversation.sock.close()
 
     def stop(self) -> None:
@@ -206,12 +208,16 @@ class RawReceiver:
 
 @dataclass
 class Conversation:
-    """One connection of a `RawReceiver`: the `n`th, open until `ends` (monotonic) at the latest."""
+    """One connection of a `RawReceiver`: the `n`th, open until `ends` (monotonic) at the latest; `accepted` and
+    `ended` (monotonic) say how long it lasted, `head` is the request's head once read."""
 
     sock: socket.socket
     n: int
     ends: float
     stopping: threading.Event
+    accepted: float = field(default_factory=time.monotonic)
+    ended: float | None = None
+    head: bytes = b""
 
     def over(self) -> bool:
         return self.stopping.is_set() or time.monotonic() >= self.ends
@@ -222,6 +228,7 @@ class Conversation:
         while b"\r\n\r\n" not in data:
             data += self._received(65536)
         head, body = data.split(b"\r\n\r\n", 1)
+        self.head = head
         length = next(
             (
                 int(line.split(b":", 1)[1])
@@ -241,12 +248,14 @@ class Conversation:
             self.stopping.wait(interval)
 
     def trickle(self, data: bytes, interval: float) -> None:
-        """Send `data` one byte every `interval` seconds."""
+        """Send `data` one byte every `interval` seconds, until the client hangs up."""
         for byte in data:
             if self.over():
                 return
             self.sock.sendall(bytes([byte]))
-            self.stopping.wait(interval)
+            # The request is in: what becomes readable now is the client hanging up, seen at once.
+            if select.select([self.sock], [], [], interval)[0]:
+                self._received(65536)
 
     def hang(self) -> None:
         """Keep the connection open, saying nothing, until the client hangs up."""
