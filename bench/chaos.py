@@ -1,8 +1,10 @@
 """A chaos run: sends, tracks and a contacts import against a served instance while its processes fail, then the
 books; then messages submitted over SMTP while `manage.py smtp_server` is killed in the middle of DATA, and their
-books (`bench/chaos_smtp.py`).
+books (`bench/chaos_smtp.py`); then transactional mail while workflows call webhook receivers that trickle, hang and
+redirect, and its delivery latency before and during (`bench/chaos_webhooks.py`).
 
-    python bench/chaos.py [--seconds 40] [--rows 20000] [--phases http,smtp] [--smtp-seconds 30]
+    python bench/chaos.py [--seconds 40] [--rows 20000] [--phases http,smtp,slow-receivers] [--smtp-seconds 30]
+                          [--slow-seconds 30] [--send-rate 10] [--webhook-rate 1]
 
 Everything runs on this machine: PostgreSQL (a fresh database, `herald_chaos`), a redis-server of the run's own (its
 own port, no persistence: started again it has lost every queued task and cached entry) as cache and broker,
@@ -12,8 +14,8 @@ whenever it exits, as a process supervisor would, and an SMTP server on loopback
 While clients call `/v1/send` and `/v1/track` (4 threads, every third request with an Idempotency-Key) and a CSV
 import runs, the script SIGKILLs the worker with its pool processes, kills Redis and starts it again empty, SIGKILLs
 a gunicorn worker (its master starts another), and SIGKILLs the Celery worker again. In place of celery-beat it
-publishes the sweepers (delivery, stalled jobs) every 5 seconds, with their grace periods and leases shortened
-(`CHAOS_ENV`), so a run takes minutes instead of the tens of minutes the production timings would.
+publishes the sweepers (delivery, stalled jobs, workflow executions) every 5 seconds, with their grace periods and
+leases shortened (`CHAOS_ENV`), so a run takes minutes instead of the tens of minutes the production timings would.
 
 Then the books, once nothing is left to do (or after 5 minutes): every accepted (2xx) send stored once and
 delivered once (but for the message a killed worker had just handed over, see `books`), every accepted track
@@ -38,13 +40,18 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.chaos_smtp import smtp_books, smtp_phase
+from bench.chaos_webhooks import slow_receivers_phase
 from bench.serve import BIN, ROOT, bench_env, database_name, fresh_database, machine, setup_project
 from config.tests.load import Load
 from config.tests.processes import RedisServer, children, free_port, wait_until
 
 DATABASE = database_name("herald_chaos")  # BENCH_DATABASE: a run beside another one
 IMPORT_DOMAIN = "import.chaos.test"
-SWEEPERS = ("messaging.tasks.sweep_emails_task", "accounts.tasks.requeue_stalled_jobs_task")
+SWEEPERS = (
+    "messaging.tasks.sweep_emails_task",
+    "accounts.tasks.requeue_stalled_jobs_task",
+    "workflows.tasks.sweep_executions_task",
+)
 CHAOS_ENV = {
     "API_RATE_LIMIT_PER_MINUTE": "1000000",  # the clients' pace, not the limit, is the load
     "DELIVERY_PUBLISH_GRACE_SECONDS": "5",
@@ -52,6 +59,10 @@ CHAOS_ENV = {
     "JOB_LEASE_SECONDS": "10",
     "JOB_PUBLISH_GRACE_SECONDS": "10",
     "CONTACT_IMPORT_BATCH_SIZE": "250",
+    # The slow-receivers phase: its receivers are on loopback, and a lease set shorter than a webhook call (the
+    # engine raises it to three calls' bound) with the sweep every 5 s would take any step whose lease ran out.
+    "WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32",
+    "WORKFLOW_STEP_LEASE_SECONDS": "5",
 }
 
 
@@ -186,11 +197,18 @@ def main() -> int:
     )
     parser.add_argument("--rows", type=int, default=20000, help="rows of the imported CSV")
     parser.add_argument(
-        "--phases", default="http,smtp", help="which phases run, in this order: http (the API), smtp (submission)"
+        "--phases",
+        default="http,smtp,slow-receivers",
+        help="which phases run, in this order: http (the API), smtp (submission), slow-receivers (webhooks)",
     )
     parser.add_argument("--smtp-seconds", type=int, default=30, help="how long the SMTP clients submit")
     parser.add_argument("--smtp-clients", type=int, default=4, help="concurrent SMTP clients")
     parser.add_argument("--smtp-kills", type=int, default=3, help="SIGKILLs of smtp_server, each in mid-DATA")
+    parser.add_argument(
+        "--slow-seconds", type=float, default=30, help="slow receivers: seconds before the webhooks, and with them"
+    )
+    parser.add_argument("--send-rate", type=float, default=10, help="slow receivers: /v1/send calls per second")
+    parser.add_argument("--webhook-rate", type=float, default=1, help="slow receivers: events per second")
     args = parser.parse_args()
     phases = args.phases.split(",")
     redis = RedisServer()
@@ -261,6 +279,16 @@ def main() -> int:
                 "checks": checks,
             }
             report.setdefault("checks", {}).update({f"smtp: {name}": ok for name, ok in checks.items()})
+        if "slow-receivers" in phases:
+            report["slow receivers"], checks = slow_receivers_phase(
+                service.base,
+                project,
+                wait,
+                seconds=args.slow_seconds,
+                send_rate=args.send_rate,
+                webhook_rate=args.webhook_rate,
+            )
+            report.setdefault("checks", {}).update({f"slow receivers: {name}": ok for name, ok in checks.items()})
     report["machine"] = machine()
     print(json.dumps(report, indent=2))
     return 0 if all(report.get("checks", {}).values()) else 1

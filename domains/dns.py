@@ -177,8 +177,11 @@ def clear_local_cache() -> None:
     _local.clear()
 
 
-def resolve(name: str, rdtype: str, *, use_cache: bool = True) -> DnsResult:
-    """Look up `rdtype` records of `name`; never raises for DNS failures (see the module docstring)."""
+def resolve(name: str, rdtype: str, *, use_cache: bool = True, timeout: float | None = None) -> DnsResult:
+    """Look up `rdtype` records of `name`; never raises for DNS failures (see the module docstring).
+
+    `timeout` cuts this lookup shorter than `DNS_TIMEOUT_SECONDS`, for a caller with a deadline of its own (a webhook
+    call). A lookup it cut short is not cached: its timeout says nothing about the name."""
     name = name.lower().rstrip(".")
     rdtype = rdtype.upper()
     key = _cache_key(name, rdtype)
@@ -193,7 +196,10 @@ def resolve(name: str, rdtype: str, *, use_cache: bool = True) -> DnsResult:
                 _local_set(key, hit, settings.DNS_LOCAL_CACHE_SECONDS)
         if hit is not None:
             return _unpack(name, rdtype, hit)
-    result = _query(name, rdtype)
+    lifetime = None if timeout is None or timeout >= settings.DNS_TIMEOUT_SECONDS else max(timeout, 0.0)
+    result = _query(name, rdtype, lifetime)
+    if lifetime is not None and result.status == DnsStatus.TIMEOUT:
+        return result
     seconds = _cache_seconds(result)
     if seconds > 0:
         packed = _pack(result)
@@ -205,12 +211,12 @@ def resolve(name: str, rdtype: str, *, use_cache: bool = True) -> DnsResult:
     return result
 
 
-def _query(name: str, rdtype: str) -> DnsResult:
+def _query(name: str, rdtype: str, lifetime: float | None) -> DnsResult:
     def fail(status: DnsStatus, reason: str) -> DnsResult:
         return DnsResult(name=name, rdtype=rdtype, status=status, reason=reason)
 
     try:
-        answer = get_resolver().resolve(name, rdtype, search=False)
+        answer = get_resolver().resolve(name, rdtype, search=False, lifetime=lifetime)
     except dns.resolver.NXDOMAIN:
         return fail(DnsStatus.NXDOMAIN, f"{name} does not exist (NXDOMAIN)")
     except dns.resolver.NoAnswer:

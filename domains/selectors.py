@@ -1,3 +1,4 @@
+import time
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -64,10 +65,13 @@ def default_sender_domains(project_ids) -> dict:
     return found
 
 
-def host_addresses(*, host: str) -> tuple[list[str], str]:
+def host_addresses(*, host: str, timeout: float | None = None) -> tuple[list[str], str]:
     """The IPv4 then IPv6 addresses of `host` through the service's one resolver (`domains.dns`), and, when there
-    are none, why (the resolver's reasons, or "")."""
-    answers = [resolve(host, rdtype) for rdtype in ("A", "AAAA")]
+    are none, why (the resolver's reasons, or ""). `timeout` bounds both lookups together (`dns.resolve`)."""
+    end = None if timeout is None else time.monotonic() + timeout
+    answers = [
+        resolve(host, rdtype, timeout=None if end is None else end - time.monotonic()) for rdtype in ("A", "AAAA")
+    ]
     addresses = [record for answer in answers if answer.found for record in answer.records]
     return addresses, "; ".join(answer.reason for answer in answers if answer.reason)
 

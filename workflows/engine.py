@@ -45,6 +45,7 @@ from workflows.models import (
 )
 from workflows.runs import Claim, Outcome
 from workflows.steps import steps_run
+from workflows.webhooks import webhook_call_limit
 
 logger = logging.getLogger(__name__)
 STEP_DELETED = "The step this execution was on no longer exists"
@@ -52,8 +53,15 @@ _EXECUTION_FIELDS = ["status", "current_step", "resume_at", "context", "exit_rea
 _OUTCOME_FIELDS = ["status", "output", "scheduled_for", "error", "completed_at"]
 
 
+def lease_seconds() -> float:
+    """A step's lease: WORKFLOW_STEP_LEASE_SECONDS, and never less than three times the longest webhook call. A task
+    renews its lease before a step once a third of it has passed, so every step begins with at least two thirds of
+    it left, twice the longest call: the sweep never takes a step whose call is still within its deadline."""
+    return max(settings.WORKFLOW_STEP_LEASE_SECONDS, 3 * webhook_call_limit())
+
+
 def _lease(now: datetime) -> datetime:
-    return now + timedelta(seconds=settings.WORKFLOW_STEP_LEASE_SECONDS)
+    return now + timedelta(seconds=lease_seconds())
 
 
 def executions_advance(*, execution_ids: list) -> int:
@@ -80,7 +88,7 @@ def _lease_renewal(claims: list[Claim]):
 
     def renew() -> None:
         now = timezone.now()
-        if (now - renewed[0]).total_seconds() < settings.WORKFLOW_STEP_LEASE_SECONDS / 3:
+        if (now - renewed[0]).total_seconds() < lease_seconds() / 3:
             return
         renewed[0] = now
         WorkflowExecution.objects.filter(

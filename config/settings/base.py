@@ -582,12 +582,13 @@ REPUTATION_AUTO_DISABLE = env.bool("REPUTATION_AUTO_DISABLE", default=True)
 # The SSRF guard refuses loopback, private, link-local, metadata and every other non-public address; these networks
 # (comma-separated CIDRs) are exempt, for receivers on the deployment's own network and for tests. Empty: none.
 WEBHOOK_ALLOWED_NETWORKS = env.list("WEBHOOK_ALLOWED_NETWORKS", default=[])
-# Seconds one call has, redirects and reading the answer included; running out is a timeout, tried again.
+# One call's deadline, from its start: name lookups, connects, TLS, the request and the answer of every hop together.
+# A call ends within this plus 0.5 s; running out is a timeout, tried again.
 WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0)
 # The engine (docs/workflows.md "The engine"). A step claimed by a worker is that worker's for this many seconds; past
-# it, the worker is taken for dead and the periodic sweep runs the step again. Longer than any step takes (a webhook
-# call is at most about twice WEBHOOK_TIMEOUT_SECONDS; its retries wait as resume times, not in the worker): a task
-# runs its batch's steps one after another and renews the lease between them once a third of it has passed.
+# it, the worker is taken for dead and the periodic sweep runs the step again. Longer than any step takes; never less
+# than three times the longest webhook call (3 x (WEBHOOK_TIMEOUT_SECONDS + 0.5); a lower value is raised to that),
+# since a task runs its batch's steps one after another and renews the lease before a step once a third has passed.
 WORKFLOW_STEP_LEASE_SECONDS = env.float("WORKFLOW_STEP_LEASE_SECONDS", default=300)
 # An execution handed to the broker whose task has not come this many seconds later lost it (broker down, process
 # killed): the sweep publishes it again. A duplicate task finds nothing to claim.

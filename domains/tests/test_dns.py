@@ -1,3 +1,5 @@
+import time
+
 import pytest
 
 from domains import dns
@@ -98,3 +100,19 @@ def test_an_answer_too_big_for_udp_is_fetched_over_tcp(dns_server):
     assert result.status == DnsStatus.OK
     assert sorted(result.records) == sorted(big)
     assert dns_server.tcp_queries == 1
+
+
+def test_a_callers_timeout_cuts_a_lookup_short_and_what_it_cut_is_not_cached(silent_dns, settings):
+    settings.DNS_TIMEOUT_SECONDS = 5
+
+    def timed(**options) -> tuple[DnsStatus, float]:
+        started = time.monotonic()
+        return dns.resolve("slow.example.com", "A", **options).status, time.monotonic() - started
+
+    status, elapsed = timed(timeout=0.3)
+    assert status == DnsStatus.TIMEOUT and 0.25 <= elapsed < 1
+    status, elapsed = timed(timeout=0.3)  # asked again: the name's own timeout was never seen
+    assert status == DnsStatus.TIMEOUT and elapsed >= 0.25
+    settings.DNS_TIMEOUT_SECONDS = 0.3
+    timed()  # a lookup that reached the resolver's own timeout is cached as a failure
+    assert timed()[1] < 0.1

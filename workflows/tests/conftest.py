@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 from contacts.models import Contact
 
 # The loopback DNS server of the domains tests, with the service's resolver pointed at it.
-from domains.tests.conftest import _dns_server, _fresh_dns_memory, dns_server, dns_zone  # noqa: F401
+from domains.tests.conftest import _dns_server, _fresh_dns_memory, dns_server, dns_zone, silent_dns  # noqa: F401
 from messaging.models import Template
 from workflows.tests.receivers import Receiver
 from workflows.webhooks import WebhookResult, webhook_send

@@ -2,6 +2,7 @@
 request, and answers each path as the test says (200 "ok" unless told otherwise)."""
 
 import datetime
+import select
 import socket
 import ssl
 import threading
@@ -158,3 +159,117 @@ def _builder(subject: x509.Name, issuer: x509.Name, key, now: datetime.datetime)
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
     )
+
+
+class RawReceiver:
+    """A TCP listener on 127.0.0.1 that hands each connection to `serve(conversation)` in a thread of its own, for
+    receivers that misbehave below HTTP: they trickle, stall or hang. Each conversation ends after `limit` seconds
+    at the latest, so a client that never gives up cannot keep a test waiting for long."""
+
+    def __init__(self, serve, *, limit: float = 8.0):
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.port = self.listener.getsockname()[1]
+        self.stopping = threading.Event()
+        self.conversations: list[Conversation] = []
+        self._serve, self._limit = serve, limit
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def url(self, path: str = "/", *, scheme: str = "http") -> str:
+        return f"{scheme}://127.0.0.1:{self.port}{path}"
+
+    def _accept(self) -> None:
+        self.listener.settimeout(0.05)
+        while not self.stopping.is_set():
+            try:
+                sock, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            conversation = Conversation(sock, len(self.conversations), time.monotonic() + self._limit, self.stopping)
+            self.conversations.append(conversation)
+            threading.Thread(target=self._run, args=(conversation,), daemon=True).start()
+
+    def _run(self, conversation: "Conversation") -> None:
+        try:
+            self._serve(conversation)
+        except OSError:
+            pass  # the client hung up
+        finally:
+            conversation.ended = time.monotonic()
+            conversation.sock.close()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.listener.close()
+
+
+@dataclass
+class Conversation:
+    """One connection of a `RawReceiver`: the `n`th, open until `ends` (monotonic) at the latest; `accepted` and
+    `ended` (monotonic) say how long it lasted, `head` is the request's head once read."""
+
+    sock: socket.socket
+    n: int
+    ends: float
+    stopping: threading.Event
+    accepted: float = field(default_factory=time.monotonic)
+    ended: float | None = None
+    head: bytes = b""
+
+    def over(self) -> bool:
+        return self.stopping.is_set() or time.monotonic() >= self.ends
+
+    def read_request(self) -> bytes:
+        """The request's head and its body (by Content-Length), as fast as they come."""
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += self._received(65536)
+        head, body = data.split(b"\r\n\r\n", 1)
+        self.head = head
+        length = next(
+            (
+                int(line.split(b":", 1)[1])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length:")
+            ),
+            0,
+        )
+        while len(body) < length:
+            body += self._received(65536)
+        return head
+
+    def read_slowly(self, size: int, interval: float) -> None:
+        """Take the request `size` bytes every `interval` seconds, until the client hangs up."""
+        while not self.over():
+            self._received(size)
+            self.stopping.wait(interval)
+
+    def trickle(self, data: bytes, interval: float) -> None:
+        """Send `data` one byte every `interval` seconds, until the client hangs up."""
+        for byte in data:
+            if self.over():
+                return
+            self.sock.sendall(bytes([byte]))
+            # The request is in: what becomes readable now is the client hanging up, seen at once.
+            if select.select([self.sock], [], [], interval)[0]:
+                self._received(65536)
+
+    def hang(self) -> None:
+        """Keep the connection open, saying nothing, until the client hangs up."""
+        while not self.over():
+            self.sock.settimeout(0.05)
+            try:
+                if not self.sock.recv(65536):
+                    return
+            except TimeoutError:
+                continue
+
+    def _received(self, size: int) -> bytes:
+        self.sock.settimeout(max(0.01, self.ends - time.monotonic()))
+        chunk = self.sock.recv(size)
+        if not chunk:
+            raise ConnectionResetError("the client hung up")
+        return chunk

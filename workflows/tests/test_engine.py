@@ -17,13 +17,14 @@ from contacts.models import Contact, Event
 from core.standard_webhooks import signature_headers
 from messaging.models import Email, EmailType, Template
 from workflows.dispatch import executions_due_claim
-from workflows.engine import executions_advance, executions_claim, outcomes_record
+from workflows.engine import executions_advance, executions_claim, lease_seconds, outcomes_record
 from workflows.models import WorkflowExecution, WorkflowStepExecution
 from workflows.runs import Outcome
 from workflows.steps import steps_run
 from workflows.tasks import sweep_executions_task
 from workflows.tests.conftest import Api
 from workflows.tests.receivers import Answer, redirect
+from workflows.webhooks import webhook_call_limit
 
 pytestmark = pytest.mark.django_db
 
@@ -586,15 +587,18 @@ def test_a_worker_taken_over_after_its_lease_records_nothing_over_the_newer_clai
 def test_a_batch_of_slow_steps_renews_its_lease_and_no_sweep_takes_it_meanwhile(
     api, project, receiver, allow_loopback, settings
 ):
-    """Three webhook steps of 0.6 s each in one task, under a 0.9 s lease: by the third call the first lease is over,
-    but the task renewed it between steps, so a sweep then takes nothing and every step runs once."""
+    """Webhook steps of 0.3 s each in one task, under the shortest lease their deadline allows (3.3 s): by the last
+    call the first lease is over, but the task renewed it between steps, so a sweep then takes nothing and every
+    step runs once."""
     if connection.vendor != "postgresql":
         pytest.skip("a sweep beside a running task needs PostgreSQL")
-    settings.WORKFLOW_STEP_LEASE_SECONDS = 0.9
-    receiver.answers["/slow"] = Answer(delay=0.6)
+    settings.WORKFLOW_STEP_LEASE_SECONDS, settings.WEBHOOK_TIMEOUT_SECONDS = 0.9, 0.6
+    delay = 0.3
+    calls = int(lease_seconds() / delay) + 2
+    receiver.answers["/slow"] = Answer(delay=delay)
     workflow = api.workflow()
     call = api.step(workflow, "WEBHOOK", {"url": receiver.url("/slow")})
-    contacts = [Contact.objects.create(project=project.project, email=f"c{n}@example.com") for n in range(3)]
+    contacts = [Contact.objects.create(project=project.project, email=f"c{n}@example.com") for n in range(calls)]
     executions = WorkflowExecution.objects.bulk_create(
         WorkflowExecution(
             project=project.project, workflow_id=workflow["id"], contact=contact, current_step_id=call["id"]
@@ -610,11 +614,28 @@ def test_a_batch_of_slow_steps_renews_its_lease_and_no_sweep_takes_it_meanwhile(
 
     task = threading.Thread(target=run)
     task.start()
-    wait_until(lambda: len(receiver.requests) == 3, timeout=10, what="the third call", interval=0.01)
+    wait_until(lambda: len(receiver.requests) == calls, timeout=30, what="the last call", interval=0.01)
     assert executions_due_claim() == []
     task.join()
     assert set(WorkflowExecution.objects.values_list("status", flat=True)) == {"COMPLETED"}
-    assert len(receiver.requests) == 3
+    assert len(receiver.requests) == calls
+
+
+def test_a_steps_lease_outlasts_the_longest_webhook_call_whatever_the_setting(api, contact, settings):
+    """A lease set shorter than a webhook call can take is lengthened: at the latest moment the call can end, even
+    with the lease renewed as late as it can be (a third of it in, just before the step), the sweep takes
+    nothing."""
+    settings.WORKFLOW_STEP_LEASE_SECONDS, settings.WEBHOOK_TIMEOUT_SECONDS = 1, 5
+    workflow = api.workflow()
+    api.step(workflow, "WEBHOOK", {"url": "https://hooks.example.test/hook"})
+    api.enable(workflow)
+    execution = api.start(workflow, contact)  # not committed: no task runs it, the claim below does
+    assert len(executions_claim(execution_ids=[execution["id"]], token=uuid.uuid4())) == 1
+
+    time_passes(lease_seconds() / 3 + webhook_call_limit())
+    assert executions_due_claim() == []
+    time_passes(lease_seconds())
+    assert [str(taken) for taken in executions_due_claim()] == [execution["id"]]
 
 
 @pytest.mark.django_db(transaction=True)

@@ -90,6 +90,8 @@ def test_killed_workers_and_a_restarted_redis_lose_and_double_nothing(project):
                 # Long enough that a live worker on a loaded machine finishes a step inside its lease: this test is
                 # about workers that die, and a step that outlives its lease runs twice (docs/workflows.md).
                 "WORKFLOW_STEP_LEASE_SECONDS": "15",
+                # Short enough that the lease stays 15 s (it is never under three webhook calls' bound).
+                "WEBHOOK_TIMEOUT_SECONDS": "3",
                 "WORKFLOW_PUBLISH_GRACE_SECONDS": "2",
                 "DELIVERY_PUBLISH_GRACE_SECONDS": "1",
                 "DELIVERY_LEASE_SECONDS": "4",

@@ -61,9 +61,9 @@ _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _NUMERIC_HOST = re.compile(r"[0-9a-fx.]+")
 
 
-def checked_address(url: httpx.URL) -> IPAddress:
+def checked_address(url: httpx.URL, *, timeout: float | None = None) -> IPAddress:
     """The address to connect to for `url`; raises `WebhookRefused`, or `httpx.ConnectError` when the name cannot
-    be resolved (a network error, tried again later like one)."""
+    be resolved (a network error, tried again later like one). A name's lookups take at most `timeout` seconds."""
     if url.scheme not in ("http", "https"):
         raise WebhookRefused(f"the scheme {url.scheme!r} is not http or https")
     if url.userinfo:
@@ -75,7 +75,7 @@ def checked_address(url: httpx.URL) -> IPAddress:
         # Resolvers answer these themselves, with loopback (RFC 6761), whatever DNS says.
         raise WebhookRefused(f"{host} is a loopback name")
     literal = _literal_address(host)
-    addresses = [literal] if literal is not None else _resolved(host)
+    addresses = [literal] if literal is not None else _resolved(host, timeout)
     for address in addresses:
         reason = address_refusal(address)
         if reason is not None:
@@ -149,9 +149,9 @@ def _literal_address(host: str) -> IPAddress | None:
     return None
 
 
-def _resolved(host: str) -> list[IPAddress]:
+def _resolved(host: str, timeout: float | None) -> list[IPAddress]:
     """Every IPv4 then IPv6 address of `host`: the first is the one connected to."""
-    addresses, reasons = host_addresses(host=host)
+    addresses, reasons = host_addresses(host=host, timeout=timeout)
     if not addresses:
         raise httpx.ConnectError(f"cannot resolve {host}: {reasons or 'no address'}")
     return [ipaddress.ip_address(address) for address in addresses]
