@@ -206,6 +206,20 @@ def test_a_late_beat_entry_is_named(project, beat_ran, smtp_sink, dns_server):
     assert status == 2 and checks["beat"]["detail"].startswith("late: sweep-emails (last ")
 
 
+def test_entries_beat_has_just_written_are_not_late_before_their_first_interval(project, smtp_sink, dns_server):
+    # As a beat started a minute ago leaves them: every entry written, none of its first runs recorded yet.
+    every = IntervalSchedule.objects.create(every=1, period=IntervalSchedule.MINUTES)
+    for name, entry in BEAT_SCHEDULE.items():
+        PeriodicTask.objects.create(name=name, task=entry["task"], interval=every)
+    PeriodicTask.objects.update(date_changed=timezone.now() - timedelta(minutes=1))
+    status, checks = doctor()
+    assert (status, checks["beat"]["state"]) == (0, "ok")
+    # Written long ago and still never run: late, and named so.
+    PeriodicTask.objects.filter(name="sweep-emails").update(date_changed=timezone.now() - timedelta(hours=2))
+    status, checks = doctor()
+    assert status == 2 and checks["beat"]["detail"] == "late: sweep-emails (never)"
+
+
 def test_text_output_gives_advice(project, smtp_sink, dns_server):
     out = StringIO()
     with pytest.raises(CommandError) as failed:
