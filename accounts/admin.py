@@ -5,6 +5,7 @@ from django.db.models import Count
 from accounts.identity.mail import AccountEmail, account_email_queue
 from accounts.models import IdempotencyRecord, Invitation, Job, Membership, Project, User
 from accounts.tenancy.services import project_auth_changed, project_disable, project_enable, project_regenerate_keys
+from core.admin import RecordAdmin
 from core.counts import EstimatedCountPaginator
 
 
@@ -153,7 +154,7 @@ class InvitationAdmin(admin.ModelAdmin):
 
 
 @admin.register(IdempotencyRecord)
-class IdempotencyRecordAdmin(admin.ModelAdmin):
+class IdempotencyRecordAdmin(RecordAdmin):
     list_display = ["key", "project", "method", "path", "status_code", "created_at", "expires_at"]
     list_filter = ["method", "status_code"]
     search_fields = ["key", "project__name"]
@@ -165,7 +166,7 @@ class IdempotencyRecordAdmin(admin.ModelAdmin):
 
 
 @admin.register(Job)
-class JobAdmin(admin.ModelAdmin):
+class JobAdmin(RecordAdmin):
     list_display = ["id", "project", "type", "status", "progress", "created_at", "started_at", "finished_at"]
     list_filter = ["type", "status"]
     search_fields = ["=id", "project__name"]

@@ -11,6 +11,7 @@ from django.utils.html import format_html
 
 from contacts.models import Contact, Event
 from contacts.services import contact_update, contacts_subscription_bulk_set
+from core.admin import RecordAdmin
 from core.counts import EstimatedCountPaginator
 
 
@@ -76,7 +77,7 @@ class ContactAdmin(admin.ModelAdmin):
 
 
 @admin.register(Event)
-class EventAdmin(admin.ModelAdmin):
+class EventAdmin(RecordAdmin):
     list_display = ["name", "contact", "project", "email_id", "created_at"]
     search_fields = ["=name", "=contact__email"]
     list_select_related = ["contact", "project"]
@@ -90,9 +91,3 @@ class EventAdmin(admin.ModelAdmin):
     @admin.display(description="data")
     def data_readable(self, event: Event) -> str:
         return _pretty(event.data)
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False

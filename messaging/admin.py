@@ -2,6 +2,7 @@ from django import forms
 from django.contrib import admin
 from django.utils.html import format_html
 
+from core.admin import RecordAdmin
 from core.counts import EstimatedCountPaginator
 from core.errors import ServiceError, ValidationFailed
 from messaging.content.serializers import TemplateInputSerializer
@@ -66,7 +67,7 @@ class TemplateAdmin(admin.ModelAdmin):
 
 
 @admin.register(Email)
-class EmailAdmin(admin.ModelAdmin):
+class EmailAdmin(RecordAdmin):
     list_display = ["to_email", "subject", "project", "status", "source", "type", "attempts", "created_at", "sent_at"]
     list_filter = ["status", "source", "type", "project"]
     search_fields = ["=id", "to_email", "message_id", "subject"]
@@ -102,14 +103,14 @@ class EmailAdmin(admin.ModelAdmin):
             email.html,
         )
 
-    @admin.action(description="Queue the selected failed or queued emails again now", permissions=("change",))
+    @admin.action(description="Queue the selected failed or queued emails again now", permissions=("act",))
     def retry_now(self, request, queryset):
         count = emails_retry(email_ids=list(queryset.values_list("id", flat=True)))
         self.message_user(request, f"Queued {count} email(s)")
 
 
 @admin.register(AttachmentBundle)
-class AttachmentBundleAdmin(admin.ModelAdmin):
+class AttachmentBundleAdmin(RecordAdmin):
     list_display = ["id", "project", "total_bytes", "created_at"]
     search_fields = ["=id", "project__name"]
     list_select_related = ["project"]
@@ -161,7 +162,7 @@ class SuppressionAdmin(admin.ModelAdmin):
 
 
 @admin.register(WebhookReceipt)
-class WebhookReceiptAdmin(admin.ModelAdmin):
+class WebhookReceiptAdmin(RecordAdmin):
     list_display = ["received_at", "provider", "event_type", "outcome", "detail", "recipient", "project"]
     list_filter = ["provider", "outcome", "event_type"]
     search_fields = ["event_id", "message_id", "recipient"]
@@ -170,12 +171,6 @@ class WebhookReceiptAdmin(admin.ModelAdmin):
     date_hierarchy = "received_at"
     paginator = EstimatedCountPaginator
     show_full_result_count = False
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(ProjectReputation)
@@ -255,7 +250,7 @@ class ProjectReputationAdmin(admin.ModelAdmin):
 
 
 @admin.register(EmailStatsHour)
-class EmailStatsHourAdmin(admin.ModelAdmin):
+class EmailStatsHourAdmin(RecordAdmin):
     """Read-only: the counts are derived data (rebuild them with `manage.py rebuild_email_stats`)."""
 
     list_display = ["hour", "project", "sent", "delivered", "opened", "clicked", "bounced", "complained", "failed"]
@@ -266,12 +261,3 @@ class EmailStatsHourAdmin(admin.ModelAdmin):
     ordering = ["-hour"]
     paginator = EstimatedCountPaginator
     show_full_result_count = False
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

@@ -6,6 +6,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.utils.html import format_html, format_html_join
 
+from core.admin import RecordAdmin
 from core.counts import EstimatedCountPaginator
 from core.errors import Conflict
 from workflows.models import ACTIVE_STATUSES, RefusedStart, Workflow, WorkflowExecution, WorkflowStepExecution
@@ -86,7 +87,7 @@ class StepExecutionInline(admin.TabularInline):
 
 
 @admin.register(WorkflowExecution)
-class WorkflowExecutionAdmin(admin.ModelAdmin):
+class WorkflowExecutionAdmin(RecordAdmin):
     list_display = ["id", "workflow", "contact", "status", "current_step", "resume_at", "started_at", "completed_at"]
     # Every workflow, not only those with executions: listing those would read the whole executions table.
     list_filter = ["status", "workflow"]
@@ -103,10 +104,7 @@ class WorkflowExecutionAdmin(admin.ModelAdmin):
     show_full_result_count = False
     actions = ["cancel"]
 
-    def has_add_permission(self, request):
-        return False
-
-    @admin.action(description="Cancel (running or waiting executions)", permissions=("change",))
+    @admin.action(description="Cancel (running or waiting executions)", permissions=("act",))
     def cancel(self, request, queryset):
         cancelled = 0
         for execution in queryset.filter(status__in=ACTIVE_STATUSES):
@@ -119,7 +117,7 @@ class WorkflowExecutionAdmin(admin.ModelAdmin):
 
 
 @admin.register(RefusedStart)
-class RefusedStartAdmin(admin.ModelAdmin):
+class RefusedStartAdmin(RecordAdmin):
     list_display = ["created_at", "workflow", "contact", "reason", "event_name"]
     list_filter = ["reason", "workflow"]
     search_fields = ["contact__email", "workflow__name", "=trigger_event_id"]
@@ -129,9 +127,3 @@ class RefusedStartAdmin(admin.ModelAdmin):
     ordering = ["-created_at"]
     paginator = EstimatedCountPaginator
     show_full_result_count = False
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False

@@ -6,6 +6,7 @@ from django.utils.html import format_html_join
 from accounts.admin import ProjectAdmin
 from accounts.billing.models import ProjectBilling, ProviderEvent, UsageWarning
 from accounts.billing.services import billing_limits
+from core.admin import RecordAdmin
 
 
 class ProjectBillingInline(admin.StackedInline):
@@ -52,7 +53,7 @@ ProjectAdmin.inlines = [*ProjectAdmin.inlines, ProjectBillingInline]
 
 
 @admin.register(UsageWarning)
-class UsageWarningAdmin(admin.ModelAdmin):
+class UsageWarningAdmin(RecordAdmin):
     list_display = ["project", "category", "month", "usage", "limit", "created_at"]
     list_filter = ["category", "month"]
     search_fields = ["project__name", "project__id"]
@@ -60,23 +61,11 @@ class UsageWarningAdmin(admin.ModelAdmin):
     raw_id_fields = ["project"]
     date_hierarchy = "created_at"
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
 
 @admin.register(ProviderEvent)
-class ProviderEventAdmin(admin.ModelAdmin):
+class ProviderEventAdmin(RecordAdmin):
     list_display = ["event_id", "type", "project", "received_at"]
     list_filter = ["type"]
     search_fields = ["event_id", "project__name"]
     list_select_related = ["project"]
     raw_id_fields = ["project"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False

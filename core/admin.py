@@ -1,0 +1,23 @@
+"""What every app's admin builds on."""
+
+from django.contrib import admin
+from django.contrib.auth import get_permission_codename
+
+
+class RecordAdmin(admin.ModelAdmin):
+    """A page of records: what happened (emails, events, jobs, executions, provider events). They are read, never
+    added, edited or deleted by hand; retention removes them. Their actions (retry, cancel) change state through the
+    services and ask for the model's change permission: declare them with `permissions=("act",)`."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_act_permission(self, request):
+        opts = self.opts
+        return request.user.has_perm(f"{opts.app_label}.{get_permission_codename('change', opts)}")
