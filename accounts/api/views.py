@@ -1,5 +1,5 @@
 """Account endpoints: sign-up and the browser session (`/auth/*`), the user's projects (`/users/@me/projects`), and
-members and setup state (`/projects/:id/*`). docs/accounts.md explains them for a dashboard."""
+members, invitations and setup state (`/projects/:id/*`). docs/accounts.md explains them for a dashboard."""
 
 from urllib.parse import urlencode
 
@@ -316,6 +316,25 @@ class MemberView(MemberProjectView):
     @extend_schema(operation_id="projects_members_remove", responses={204: None, 403: ERROR, 404: ERROR})
     def delete(self, request, project_id, user_id):
         members.member_remove(actor=self.membership, user_id=user_id)
+        return Response(status=204)
+
+
+class InvitationsView(MemberProjectView):
+    @extend_schema(
+        operation_id="projects_invitations_list",
+        responses={200: _envelope("InvitationList", s.InvitationOutputSerializer(many=True)), 403: ERROR},
+    )
+    def get(self, request, project_id):
+        rows = invitations.invitations_pending(project=self.project)
+        return Response({"success": True, "data": s.InvitationOutputSerializer(rows, many=True).data})
+
+
+class InvitationView(MemberProjectView):
+    roles = {"DELETE": Role.ADMIN}
+
+    @extend_schema(operation_id="projects_invitations_withdraw", responses={204: None, 403: ERROR, 404: ERROR})
+    def delete(self, request, project_id, invitation_id):
+        invitations.invitation_withdraw(project=self.project, invitation_id=invitation_id)
         return Response(status=204)
 
 

@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
+from django.utils import timezone
 
 from accounts.identity import tokens
 from accounts.models import Invitation, User
@@ -105,6 +106,7 @@ def _context(kind: AccountEmail, object_id: str) -> tuple[str, dict] | None:
 def account_email_send(*, kind: str, object_id: str) -> bool:
     """Render and send one account email; False when there was nothing to send."""
     kind = AccountEmail(kind)
+    made_at = timezone.now()  # the date of the link `_context` makes (its token counts whole seconds)
     found = _context(kind, object_id)
     if found is None:
         return False
@@ -118,4 +120,7 @@ def account_email_send(*, kind: str, object_id: str) -> bool:
     )
     message.attach_alternative(render_to_string(f"{prefix}.html", context), "text/html")
     message.send()
+    if kind is AccountEmail.INVITATION:
+        # Its newest link is this one: the invitation is pending as long as the link works.
+        Invitation.objects.filter(pk=object_id).update(sent_at=made_at)
     return True
