@@ -117,8 +117,9 @@ TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
         # Overrides of other apps' templates (the admin's), which an app's own templates folder cannot hold:
-        # Django's admin comes before every app of ours.
-        "DIRS": [BASE_DIR / "config" / "templates"],
+        # Django's admin comes before every app of ours; and the core's (the skeleton of the pages people see),
+        # the core being no installed app.
+        "DIRS": [BASE_DIR / "config" / "templates", BASE_DIR / "core" / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
