@@ -34,7 +34,8 @@ class AccountEmail(StrEnum):
     INVITATION = "invitation"
 
 
-# The dashboard's pages the links open, under PUBLIC_URL; each page posts the token to the API.
+# The pages the links open, under DASHBOARD_URL: a dashboard's own, which post the token to the API, or, where
+# DASHBOARD_URL is the service's address (its default), the service's (`accounts.pages`), which call the same services.
 PAGES = {
     AccountEmail.VERIFY_EMAIL: "/verify-email",
     AccountEmail.RESET_PASSWORD: "/reset-password",
@@ -74,7 +75,7 @@ def _duration(seconds: int) -> str:
 
 
 def _link(kind: AccountEmail, **query) -> str:
-    return f"{settings.PUBLIC_URL}{PAGES[kind]}?{urlencode(query)}"
+    return f"{settings.DASHBOARD_URL}{PAGES[kind]}?{urlencode(query)}"
 
 
 def _context(kind: AccountEmail, object_id: str) -> tuple[str, dict] | None:
