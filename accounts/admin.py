@@ -2,6 +2,7 @@ from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
 from django.db.models import Count
 
+from accounts.identity.invitations import invitation_withdraw
 from accounts.identity.mail import AccountEmail, account_email_queue
 from accounts.models import IdempotencyRecord, Invitation, Job, Membership, Project, User
 from accounts.tenancy.services import project_auth_changed, project_disable, project_enable, project_regenerate_keys
@@ -136,21 +137,29 @@ class MembershipAdmin(admin.ModelAdmin):
 
 @admin.register(Invitation)
 class InvitationAdmin(admin.ModelAdmin):
-    """Invitations of addresses without an account; deleting one withdraws it (its link stops working)."""
+    """Invitations of addresses without an account; withdrawing (or deleting) one makes its links stop working."""
 
-    list_display = ["email", "project", "role", "invited_by", "created_at"]
+    list_display = ["email", "project", "role", "invited_by", "created_at", "expires_at"]
     list_filter = ["role"]
     search_fields = ["email", "project__name", "project__id"]
     list_select_related = ["project", "invited_by"]
     raw_id_fields = ["project", "invited_by"]
     date_hierarchy = "created_at"
-    actions = ["resend"]
+    actions = ["resend", "withdraw"]
 
     @admin.action(description="Send the invitation email again", permissions=("change",))
     def resend(self, request, queryset):
         for invitation in queryset:
             account_email_queue(kind=AccountEmail.INVITATION, object_id=invitation.pk)
         self.message_user(request, f"Invitations queued for {queryset.count()} address(es)")
+
+    # Withdrawing deletes the invitation: the permission to delete it.
+    @admin.action(description="Withdraw the invitations (their links stop working)", permissions=("delete",))
+    def withdraw(self, request, queryset):
+        invitations = list(queryset.select_related("project"))
+        for invitation in invitations:
+            invitation_withdraw(project=invitation.project, invitation_id=invitation.pk)
+        self.message_user(request, f"Withdrew {len(invitations)} invitation(s)")
 
 
 @admin.register(IdempotencyRecord)

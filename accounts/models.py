@@ -1,4 +1,5 @@
 import uuid
+from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, BaseUserManager, PermissionsMixin
@@ -107,7 +108,8 @@ ROLE_RANKS = {Membership.Role.MEMBER: 1, Membership.Role.ADMIN: 2, Membership.Ro
 
 class Invitation(models.Model):
     """An address asked to join a project before it has an account: it joins when that address signs up with the
-    invitation's link, verifies the address, or accepts the link while logged in (docs/accounts.md)."""
+    invitation's link, verifies the address, or accepts the link while logged in (docs/accounts.md). Pending until
+    `expires_at`; accepted or withdrawn, the row is gone."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="invitations")
@@ -117,6 +119,8 @@ class Invitation(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     created_at = models.DateTimeField(default=timezone.now)
+    # When its latest link was mailed (each sending makes a new one; until the first, when it was made).
+    sent_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["project", "email"], name="invitation_unique_project_email")]
@@ -124,6 +128,12 @@ class Invitation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.email} to {self.project} ({self.role})"
+
+    @property
+    def expires_at(self):
+        """When its latest link stops working (a link's token is good for INVITATION_TIMEOUT), and so the invitation
+        with it: an expired invitation is neither listed nor joined, and inviting the address again replaces it."""
+        return self.sent_at + timedelta(seconds=settings.INVITATION_TIMEOUT)
 
 
 class IdempotencyRecord(models.Model):

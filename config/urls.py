@@ -4,6 +4,7 @@ from django.urls import include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from accounts.pages.views import csrf_refusal
 from config.dashboard import dashboard_view
 from config.metrics import metrics_view
 from config.views import ConfigView, HealthView
@@ -28,6 +29,7 @@ urlpatterns = [
     path("health", HealthView.as_view(), name="health"),
     path("metrics", metrics_view, name="metrics"),
     path("", include("accounts.api.urls")),
+    path("", include("accounts.pages.urls")),
     path("", include("campaigns.api.urls")),
     path("", include("segments.api.urls")),
     path("", include("workflows.api.urls")),
@@ -64,5 +66,9 @@ def handler403(request, exception=None):
 
 
 def csrf_failure(request, reason=""):
-    """CSRF_FAILURE_VIEW: a cookie-authenticated unsafe request without a valid CSRF token."""
+    """CSRF_FAILURE_VIEW: a cookie-authenticated unsafe request without a valid CSRF token, or a form of an account
+    page without its token (a page tells the person)."""
+    page = csrf_refusal(request)
+    if page is not None:
+        return page
     return error_json_response(403, ErrorCode.CSRF_FAILED, f"CSRF verification failed: {reason}".rstrip(": "))

@@ -109,6 +109,15 @@ class MemberAddedOutputSerializer(MemberOutputSerializer):
     status = serializers.CharField(help_text="active or invited")
 
 
+class InvitationOutputSerializer(OutputSerializer):
+    id = serializers.UUIDField()
+    email = serializers.EmailField()
+    role = serializers.ChoiceField(choices=Membership.Role.choices)
+    invitedAt = IsoDateTimeField(source="created_at")
+    # When its latest link stops working; sending it again (the admin) starts a new period.
+    expiresAt = IsoDateTimeField(source="expires_at")
+
+
 class SetupStateSerializer(serializers.Serializer):
     hasVerifiedDomain = serializers.BooleanField()
     contactCount = serializers.IntegerField()

@@ -1,17 +1,17 @@
 """Account endpoints: sign-up and the browser session (`/auth/*`), the user's projects (`/users/@me/projects`), and
-members and setup state (`/projects/:id/*`). docs/accounts.md explains them for a dashboard."""
+members, invitations and setup state (`/projects/:id/*`). docs/accounts.md explains them for a dashboard."""
 
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.contrib.auth import get_user, login, logout
+from django.contrib.auth import get_user, logout
 from django.http import HttpResponseRedirect
-from django.middleware.csrf import get_token
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 
 from accounts.api import serializers as s
+from accounts.http.authentication import session_open
 from accounts.http.views import AccountView, MemberProjectView, PublicApiView
 from accounts.identity import invitations, oauth, users
 from accounts.models import Membership
@@ -34,12 +34,6 @@ def _user_answer(user, status: int = 200) -> Response:
     return Response({"success": True, "data": {"user": s.UserOutputSerializer(user).data}}, status=status)
 
 
-def _log_in(request, user) -> None:
-    # A new session key (no fixation) and a new CSRF token, which the csrftoken cookie carries to the dashboard.
-    login(request._request, user, backend="django.contrib.auth.backends.ModelBackend")
-    get_token(request._request)
-
-
 class SignupView(PublicApiView):
     @extend_schema(
         operation_id="auth_signup",
@@ -51,7 +45,7 @@ class SignupView(PublicApiView):
         user = users.user_signup(
             email=values["email"], password=values["password"], invitation_token=values.get("token") or None
         )
-        _log_in(request, user)
+        session_open(request._request, user)
         return _user_answer(user, status=201)
 
 
@@ -62,7 +56,7 @@ class LoginView(PublicApiView):
     def post(self, request):
         values = validate(s.CredentialsInputSerializer, request.data)
         user = users.user_authenticate(email=values["email"], password=values["password"])
-        _log_in(request, user)
+        session_open(request._request, user)
         users.user_login_recorded(user=user)
         return _user_answer(user)
 
@@ -146,7 +140,7 @@ class OAuthCallbackView(PublicApiView):
         except ServiceError as exc:
             query = urlencode({"error": exc.code, "message": exc.message})
             return HttpResponseRedirect(f"{settings.DASHBOARD_URL}/auth/login?{query}")
-        _log_in(request, user)
+        session_open(request._request, user)
         return HttpResponseRedirect(settings.DASHBOARD_URL)
 
 
@@ -316,6 +310,25 @@ class MemberView(MemberProjectView):
     @extend_schema(operation_id="projects_members_remove", responses={204: None, 403: ERROR, 404: ERROR})
     def delete(self, request, project_id, user_id):
         members.member_remove(actor=self.membership, user_id=user_id)
+        return Response(status=204)
+
+
+class InvitationsView(MemberProjectView):
+    @extend_schema(
+        operation_id="projects_invitations_list",
+        responses={200: _envelope("InvitationList", s.InvitationOutputSerializer(many=True)), 403: ERROR},
+    )
+    def get(self, request, project_id):
+        rows = invitations.invitations_pending(project=self.project)
+        return Response({"success": True, "data": s.InvitationOutputSerializer(rows, many=True).data})
+
+
+class InvitationView(MemberProjectView):
+    roles = {"DELETE": Role.ADMIN}
+
+    @extend_schema(operation_id="projects_invitations_withdraw", responses={204: None, 403: ERROR, 404: ERROR})
+    def delete(self, request, project_id, invitation_id):
+        invitations.invitation_withdraw(project=self.project, invitation_id=invitation_id)
         return Response(status=204)
 
 

@@ -9,7 +9,8 @@ same `ProjectAccess` (docs/accounts.md, "Sessions").
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY
+from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, login
+from django.middleware.csrf import get_token
 from django.utils.crypto import constant_time_compare
 from rest_framework.authentication import BaseAuthentication, CSRFCheck
 
@@ -98,6 +99,13 @@ def session_user(request) -> User | None:
         return None
     _enforce_csrf(request)
     return user
+
+
+def session_open(http_request, user: User) -> None:
+    """Log `user` in on the browser of a Django request (the API's sign-up and logins, the account pages): a new
+    session key (no fixation) and a new CSRF token, which the csrftoken cookie carries to the dashboard."""
+    login(http_request, user, backend="django.contrib.auth.backends.ModelBackend")
+    get_token(http_request)
 
 
 def _session_verified(request, user: User) -> bool:

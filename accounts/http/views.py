@@ -18,7 +18,7 @@ from accounts.http.authentication import (
     project_access_denied,
 )
 from accounts.http.idempotency import idempotency_claim, idempotency_finish, idempotency_record_get
-from accounts.http.ratelimit import COUNTED_ENVIRON_KEY
+from accounts.http.ratelimit import COUNTED_ENVIRON_KEY, address_scope
 from accounts.tenancy.keys import KeyKind
 from accounts.tenancy.members import role_require
 from accounts.tenancy.selectors import membership_get
@@ -92,9 +92,7 @@ class ApiViewMixin:
             return
         project_id = getattr(request._request, "herald_project_id", None)
         scope = (
-            project_scope(project_id, request._request.herald_key_kind)
-            if project_id
-            else f"ip:{client_address(request.META)}"
+            project_scope(project_id, request._request.herald_key_kind) if project_id else address_scope(request.META)
         )
         # A request already counted in front of Django (accounts.http.fastroute) carries its count here.
         meta = request.META

@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 from django.template.loader import render_to_string
+from django.utils import timezone
 
 from accounts.identity import tokens
 from accounts.models import Invitation, User
@@ -33,7 +34,8 @@ class AccountEmail(StrEnum):
     INVITATION = "invitation"
 
 
-# The dashboard's pages the links open, under PUBLIC_URL; each page posts the token to the API.
+# The pages the links open, under DASHBOARD_URL: a dashboard's own, which post the token to the API, or, where
+# DASHBOARD_URL is the service's address (its default), the service's (`accounts.pages`), which call the same services.
 PAGES = {
     AccountEmail.VERIFY_EMAIL: "/verify-email",
     AccountEmail.RESET_PASSWORD: "/reset-password",
@@ -73,7 +75,7 @@ def _duration(seconds: int) -> str:
 
 
 def _link(kind: AccountEmail, **query) -> str:
-    return f"{settings.PUBLIC_URL}{PAGES[kind]}?{urlencode(query)}"
+    return f"{settings.DASHBOARD_URL}{PAGES[kind]}?{urlencode(query)}"
 
 
 def _context(kind: AccountEmail, object_id: str) -> tuple[str, dict] | None:
@@ -105,6 +107,7 @@ def _context(kind: AccountEmail, object_id: str) -> tuple[str, dict] | None:
 def account_email_send(*, kind: str, object_id: str) -> bool:
     """Render and send one account email; False when there was nothing to send."""
     kind = AccountEmail(kind)
+    made_at = timezone.now()  # the date of the link `_context` makes (its token counts whole seconds)
     found = _context(kind, object_id)
     if found is None:
         return False
@@ -118,4 +121,7 @@ def account_email_send(*, kind: str, object_id: str) -> bool:
     )
     message.attach_alternative(render_to_string(f"{prefix}.html", context), "text/html")
     message.send()
+    if kind is AccountEmail.INVITATION:
+        # Its newest link is this one: the invitation is pending as long as the link works.
+        Invitation.objects.filter(pk=object_id).update(sent_at=made_at)
     return True

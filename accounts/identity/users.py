@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.identity import tokens
-from accounts.identity.invitations import address_proven, invitation_accept
+from accounts.identity.invitations import address_proven, invitation_accept, invitation_get
 from accounts.identity.mail import AccountEmail, account_email_allowed, account_email_queue
 from accounts.models import User
 from core.errors import AuthError, Conflict, ErrorCode, Forbidden, RateLimited, ValidationFailed
@@ -56,11 +56,11 @@ def user_signup(*, email: str, password: str, invitation_token: str | None = Non
 
     With the token of an invitation sent to this address, the address is proven (the mail reached it): it counts as
     verified and the project of the invitation is joined at once. Without one, invitations to the address are
-    joined when it is verified.
+    joined when it is verified. With SIGNUPS_DISABLED, only such an invited address may sign up.
     """
-    if settings.SIGNUPS_DISABLED:
-        raise Forbidden("Sign-ups are disabled on this installation", code=ErrorCode.SIGNUPS_DISABLED)
     email = _normalized(email)
+    if settings.SIGNUPS_DISABLED and not (invitation_token and invitation_get(token=invitation_token).email == email):
+        raise Forbidden("Sign-ups are by invitation only on this installation", code=ErrorCode.SIGNUPS_DISABLED)
     user = User(email=email)
     _validated_password(password, user)
     if User.objects.filter(email=email).exists():
@@ -77,6 +77,11 @@ def user_signup(*, email: str, password: str, invitation_token: str | None = Non
     if user.email_verified_at is None and account_email_allowed(kind=AccountEmail.VERIFY_EMAIL, email=email):
         account_email_queue(kind=AccountEmail.VERIFY_EMAIL, object_id=user.pk)
     return user
+
+
+def user_exists(*, email: str) -> bool:
+    """Whether `email` has an account (an invitation's page offers it a sign-in rather than a sign-up)."""
+    return User.objects.filter(email=_normalized(email)).exists()
 
 
 def _failures_key(email: str) -> str:

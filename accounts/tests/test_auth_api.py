@@ -33,7 +33,7 @@ def signup(client, email="new@example.test", password=GOOD_PASSWORD, **extra):
 
 
 def test_signup_creates_the_user_logs_in_and_mails_a_verification_link(browser, smtp_sink, committed, settings):
-    settings.PUBLIC_URL = "https://mail.example.test"
+    settings.DASHBOARD_URL = "https://app.example.test"  # the links open the dashboard's pages
     response = committed(lambda: signup(browser, email=" New@Example.test "))
     assert response.status_code == 201, response.content
     user = response.json()["data"]["user"]
@@ -47,7 +47,7 @@ def test_signup_creates_the_user_logs_in_and_mails_a_verification_link(browser, 
     [message] = smtp_sink.received
     assert message.rcpt_tos == ["new@example.test"]
     assert message.message["From"] == settings.SYSTEM_EMAIL_FROM
-    assert "https://mail.example.test/verify-email?token=" in message.html
+    assert "https://app.example.test/verify-email?token=" in message.html
     token = link_token(message, "/verify-email")
 
     verified = browser.post("/auth/verify-email", {"token": token}, format="json")

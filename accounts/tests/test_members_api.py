@@ -48,13 +48,13 @@ def test_a_member_twice_is_409(alice, project, carol):
 
 
 def test_inviting_an_unknown_address_mails_a_signup_link(alice, project, smtp_sink, committed, settings):
-    settings.PUBLIC_URL = "https://mail.example.test"
+    settings.DASHBOARD_URL = "https://app.example.test"  # the links open the dashboard's pages
     response = committed(lambda: alice.post(f"/projects/{project.id}/members", {"email": "dave@example.test"}))
     assert response.status_code == 201
     assert response.json()["data"]["status"] == "invited" and response.json()["data"]["userId"] is None
     [message] = smtp_sink.received
     assert message.rcpt_tos == ["dave@example.test"] and "Alice's shop" in message.text
-    assert "https://mail.example.test/signup?token=" in message.text
+    assert "https://app.example.test/signup?token=" in message.text
     twice = alice.post(f"/projects/{project.id}/members", {"email": "dave@example.test"})
     assert twice.status_code == 409 and Invitation.objects.count() == 1
 

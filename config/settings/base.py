@@ -118,8 +118,9 @@ TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
         # Overrides of other apps' templates (the admin's), which an app's own templates folder cannot hold:
-        # Django's admin comes before every app of ours.
-        "DIRS": [BASE_DIR / "config" / "templates"],
+        # Django's admin comes before every app of ours; and the core's (the skeleton of the pages people see),
+        # the core being no installed app.
+        "DIRS": [BASE_DIR / "config" / "templates", BASE_DIR / "core" / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -223,7 +224,8 @@ GOOGLE_TOKEN_URL = env.str("GOOGLE_TOKEN_URL", default="https://oauth2.googleapi
 GOOGLE_USERINFO_URL = env.str("GOOGLE_USERINFO_URL", default="https://openidconnect.googleapis.com/v1/userinfo")
 # Seconds to wait for a provider's answer during a sign-in.
 OAUTH_TIMEOUT_SECONDS = env.float("OAUTH_TIMEOUT_SECONDS", default=10.0)
-# The dashboard's address: a sign-in through a provider ends there (errors at DASHBOARD_URL/auth/login?error=...).
+# The dashboard's address: a sign-in through a provider ends there (errors at DASHBOARD_URL/auth/login?error=...), and
+# the account emails link to its /verify-email, /reset-password and /signup (pages the service also serves itself).
 DASHBOARD_URL = env.str("DASHBOARD_URL", default=PUBLIC_URL).rstrip("/")
 # Seconds a password-reset link, an address-verification link and an invitation stay valid.
 PASSWORD_RESET_TIMEOUT = env.int("PASSWORD_RESET_TIMEOUT", default=3600)
