@@ -66,17 +66,17 @@ class ImageUploadView(ApiView):
     parser_classes = [MultiPartParser]
     atomic_writes = False  # nothing in the database: the storage is written once, at the end
 
-    @extend_schema(
-        summary="Upload an image for templates and campaigns; returns its public URL",
-        request={"multipart/form-data": ImageUploadInputSerializer},
-        responses={201: ImageUploadedSerializer, 413: ERROR_RESPONSE, 422: ERROR_RESPONSE},
-    )
     def initial(self, request, *args, **kwargs):
         # Before authentication: a browser session's CSRF check reads the form, and with it the file, through the
         # handlers set by then (set later, Django refuses them: the upload has already been read).
         request._request.upload_handlers = [BoundedUploadHandler(request._request, limit=upload_max_bytes())]
         super().initial(request, *args, **kwargs)
 
+    @extend_schema(
+        summary="Upload an image for templates and campaigns; returns its public URL",
+        request={"multipart/form-data": ImageUploadInputSerializer},
+        responses={201: ImageUploadedSerializer, 413: ERROR_RESPONSE, 422: ERROR_RESPONSE},
+    )
     def post(self, request):
         length = int(request.META.get("CONTENT_LENGTH") or 0)
         if length > upload_max_bytes() + _MULTIPART_OVERHEAD:
