@@ -10,7 +10,14 @@ from django.db.models import Case, Count, F, Q, QuerySet, When
 from accounts.models import Project
 from campaigns.models import Campaign, CampaignStatus
 from core.time import iso
-from messaging.insights.registry import ActivityFilters, ActivityItem, ActivitySource, CampaignDirectory, CampaignInfo
+from messaging.insights.registry import (
+    ActivityFilters,
+    ActivityItem,
+    ActivitySource,
+    CampaignDirectory,
+    CampaignInfo,
+    Upcoming,
+)
 
 SCHEDULED, SENT = "campaign.scheduled", "campaign.sent"
 # One item per campaign: a SCHEDULED campaign at the moment it was scheduled, one that started sending at then.
@@ -65,17 +72,18 @@ SOURCE = ActivitySource(
 )
 
 
-def campaigns_upcoming(*, project: Project, until: datetime, limit: int) -> list[ActivityItem]:
+def campaigns_upcoming(*, project: Project, until: datetime, limit: int) -> list[Upcoming]:
     """The project's scheduled campaigns due by `until`, soonest first."""
-    due = Campaign.objects.filter(project=project, status=CampaignStatus.SCHEDULED, scheduled_for__lte=until)
+    due = Campaign.objects.filter(
+        project=project, status=CampaignStatus.SCHEDULED, scheduled_for__lte=until
+    ).values_list("id", "name", "scheduled_for")
     return [
-        ActivityItem(
-            id=campaign.id,
-            type=SCHEDULED,
-            timestamp=campaign.scheduled_for,
-            metadata={"type": "campaign", "id": str(campaign.id), "name": campaign.name, **_metadata(campaign)},
+        Upcoming(
+            id=campaign_id,
+            at=scheduled_for,
+            item={"type": "campaign", "id": str(campaign_id), "name": name, "scheduledFor": iso(scheduled_for)},
         )
-        for campaign in due.order_by("scheduled_for", "id")[:limit]
+        for campaign_id, name, scheduled_for in due.order_by("scheduled_for", "id")[:limit]
     ]
 
 

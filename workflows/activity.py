@@ -9,7 +9,7 @@ from django.db.models import QuerySet
 
 from accounts.models import Project
 from core.time import iso
-from messaging.insights.registry import ActivityFilters, ActivityItem, ActivitySource
+from messaging.insights.registry import ActivityFilters, ActivityItem, ActivitySource, Upcoming
 from workflows.models import ExecutionStatus, RefusedStart, WorkflowExecution
 
 STARTED, COMPLETED, REFUSED = "workflow.started", "workflow.completed", "workflow.refused"
@@ -111,29 +111,25 @@ SOURCES = [
 ]
 
 
-def workflows_upcoming(*, project: Project, until: datetime, limit: int) -> list[ActivityItem]:
+def workflows_upcoming(*, project: Project, until: datetime, limit: int) -> list[Upcoming]:
     """Executions WAITING for a resume time (a DELAY, a WAIT_FOR_EVENT timeout, a webhook retry) due by `until`,
     soonest first; one waiting for an event without a timeout has no time to show."""
     waiting = WorkflowExecution.objects.filter(
         project=project, status=ExecutionStatus.WAITING, resume_at__isnull=False, resume_at__lte=until
-    ).select_related("contact", "workflow")
+    ).values_list("id", "workflow_id", "contact_id", "resume_at")
     return [
-        ActivityItem(
-            id=execution.id,
-            type=STARTED,
-            timestamp=execution.resume_at,
-            contact_id=execution.contact_id,
-            contact_email=execution.contact.email,
-            metadata={
+        Upcoming(
+            id=execution_id,
+            at=resume_at,
+            item={
                 "type": "workflow",
-                "id": str(execution.id),
-                "workflowId": str(execution.workflow_id),
-                "workflowName": execution.workflow.name,
-                "contactId": str(execution.contact_id),
-                "resumeAt": iso(execution.resume_at),
+                "id": str(execution_id),
+                "workflowId": str(workflow_id),
+                "contactId": str(contact_id),
+                "resumeAt": iso(resume_at),
             },
         )
-        for execution in waiting.order_by("resume_at", "id")[:limit]
+        for execution_id, workflow_id, contact_id, resume_at in waiting.order_by("resume_at", "id")[:limit]
     ]
 
 

@@ -191,11 +191,11 @@ def activity_types_present(*, project: Project) -> list[str]:
     return [t for t in ACTIVITY_TYPES if t in present] + sorted(present - set(ACTIVITY_TYPES))
 
 
-def activity_upcoming(*, project: Project, limit: int, days_ahead: int) -> list[ActivityItem]:
+def activity_upcoming(*, project: Project, limit: int, days_ahead: int) -> list[dict]:
     until = timezone.now() + timedelta(days=days_ahead)
-    items = [item for provider in upcoming_providers for item in provider(project=project, until=until, limit=limit)]
-    items.sort(key=lambda item: (item.timestamp, item.id))
-    return items[:limit]
+    due = [entry for provider in upcoming_providers for entry in provider(project=project, until=until, limit=limit)]
+    due.sort(key=lambda entry: (entry.at, entry.id))
+    return [entry.item for entry in due[:limit]]
 
 
 def percent(part: int, whole: int) -> float:

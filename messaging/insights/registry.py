@@ -29,6 +29,16 @@ class ActivityItem:
 
 
 @dataclass(frozen=True)
+class Upcoming:
+    """One thing due to happen: `item` is what `/activity/upcoming` lists (`{type: "campaign", id, name,
+    scheduledFor}` or `{type: "workflow", id, workflowId, contactId, resumeAt}`), `at` when it happens."""
+
+    id: uuid.UUID
+    at: datetime
+    item: dict
+
+
+@dataclass(frozen=True)
 class ActivityFilters:
     """What the caller asked for; `types` is None for all. A source answers only the filters it can honour and
     returns nothing for a contact or email filter it has no notion of."""
@@ -81,10 +91,10 @@ activity_sources: Hook[ActivitySource] = Hook(
     """An `ActivitySource`, registered under its name: one kind of record as activity items of some types (the
     events table is the first; scheduled and sent campaigns, workflow runs come with their apps).""",
 )
-upcoming_providers: Hook[Callable[..., list[ActivityItem]]] = Hook(
+upcoming_providers: Hook[Callable[..., list[Upcoming]]] = Hook(
     "messaging.insights.registry.upcoming_providers",
     """`provider(project=, until=, limit=)`, registered under a name: at most `limit` things that will happen between
-    now and `until` (scheduled campaigns, waiting workflow executions) as activity items, soonest first.""",
+    now and `until` (scheduled campaigns, waiting workflow executions) as `Upcoming` records, soonest first.""",
 )
 COUNTERS = ("totalWorkflowsStarted",)
 activity_counters: Hook[Callable[..., int]] = Hook(

@@ -1,6 +1,7 @@
 """Output serializers of the activity and analytics endpoints, with explicit camelCase names: each writes the
 records that `messaging.insights.activity` and `messaging.insights.analytics` return, and is their schema."""
 
+from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
 
 from core.http.fields import IsoDateTimeField, JsonObjectField
@@ -42,8 +43,32 @@ class ActivityTypesSerializer(OutputSerializer):
     types = serializers.ListField(child=serializers.CharField())
 
 
-class UpcomingSerializer(OutputSerializer):
-    activities = ActivityItemSerializer(many=True)
+class UpcomingCampaignSerializer(OutputSerializer):
+    type = serializers.ChoiceField(choices=["campaign"])
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    scheduledFor = IsoDateTimeField()
+
+
+class UpcomingWorkflowSerializer(OutputSerializer):
+    type = serializers.ChoiceField(choices=["workflow"])
+    id = serializers.UUIDField(help_text="The waiting execution's id")
+    workflowId = serializers.UUIDField()
+    contactId = serializers.UUIDField()
+    resumeAt = IsoDateTimeField()
+
+
+class UpcomingSerializer(serializers.Serializer):
+    """The schema of `/activity/upcoming`; the items come ready from `activity_upcoming`, in this shape."""
+
+    activities = serializers.ListField(
+        child=PolymorphicProxySerializer(
+            component_name="UpcomingItem",
+            serializers={"campaign": UpcomingCampaignSerializer, "workflow": UpcomingWorkflowSerializer},
+            resource_type_field_name="type",
+        ),
+        help_text="Scheduled campaigns and waiting workflow executions, soonest first",
+    )
 
 
 class TimeseriesPointSerializer(OutputSerializer):

@@ -147,7 +147,7 @@ class ActivityUpcomingView(ApiView):
         limit = int_param(params, "limit", default=50, maximum=100)
         days_ahead = int_param(params, "daysAhead", default=30, maximum=366)
         items = activity.activity_upcoming(project=request.auth.project, limit=limit, days_ahead=days_ahead)
-        return Response(s.UpcomingSerializer({"activities": items}).data)
+        return Response({"activities": items})
 
 
 class TimeseriesView(ApiView):

@@ -8,9 +8,10 @@ import pytest
 from django.utils import timezone
 
 from contacts.models import Contact, Event
+from core.time import iso
 from messaging.engagement.tests.test_tracking import marketing_template, tracked
 from messaging.insights import registry
-from messaging.insights.registry import ActivityItem
+from messaging.insights.registry import ActivityItem, Upcoming
 from messaging.models import Email
 
 pytestmark = pytest.mark.django_db
@@ -209,24 +210,26 @@ def test_upcoming_comes_from_the_registered_providers(secret_client, other_clien
 
     def campaigns(*, project, until, limit):
         due = [
-            ActivityItem(
+            Upcoming(
                 id=uuid.uuid4(),
-                type="campaign.scheduled",
-                timestamp=now + timedelta(days=d),
-                metadata={"project": str(project.id)},
+                at=now + timedelta(days=d),
+                item={"type": "campaign", "id": str(uuid.uuid4()), "name": f"In {d} days of {project.name}",
+                      "scheduledFor": iso(now + timedelta(days=d))},
             )
             for d in (3, 1, 40)
-        ]
-        return [item for item in due if item.timestamp <= until][:limit]
+        ]  # fmt: skip
+        return [entry for entry in due if entry.at <= until][:limit]
 
     def workflows(*, project, until, limit):
-        return [ActivityItem(id=uuid.uuid4(), type="workflow.started", timestamp=now + timedelta(days=2))]
+        item = {"type": "workflow", "id": str(uuid.uuid4()), "workflowId": str(uuid.uuid4()),
+                "contactId": str(uuid.uuid4()), "resumeAt": iso(now + timedelta(days=2))}  # fmt: skip
+        return [Upcoming(id=uuid.uuid4(), at=now + timedelta(days=2), item=item)]
 
     registered.upcoming_providers.register(campaigns, key="campaigns")
     registered.upcoming_providers.register(workflows, key="workflows")
     items = secret_client.get("/activity/upcoming?limit=2").json()["activities"]
-    assert [item["type"] for item in items] == ["campaign.scheduled", "workflow.started"]
-    assert items[0]["metadata"] == {"project": str(project.id)}
+    assert [item["type"] for item in items] == ["campaign", "workflow"]
+    assert items[0]["name"] == f"In 1 days of {project.project.name}"
     assert len(secret_client.get("/activity/upcoming").json()["activities"]) == 3
     assert len(secret_client.get("/activity/upcoming?daysAhead=60").json()["activities"]) == 4
 
