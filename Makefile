@@ -31,7 +31,7 @@ run: export PUBLIC_URL ?= http://localhost:$(PORT)
 run: export SMTP_SUBMISSION_LISTEN ?= 127.0.0.1:2587
 run: export SMTP_INBOUND_LISTEN ?= 127.0.0.1:2525
 run: export SMTP_ALLOW_PLAINTEXT_AUTH ?= true
-run: migrate
+run: .env migrate
 	$(BIN)/python manage.py bootstrap_dev
 	trap 'kill 0' INT TERM EXIT; \
 	$(BIN)/gunicorn -c config/gunicorn.py config.wsgi --bind 127.0.0.1:$(PORT) --access-logfile - & \
@@ -39,6 +39,11 @@ run: migrate
 	$(BIN)/celery -A config beat --loglevel INFO & \
 	$(BIN)/python manage.py smtp_server & \
 	wait
+
+# The checkout of `make run` is a development install: commands run in it (`manage.py doctor`, `export_contacts`)
+# read this and need nothing set by hand. An existing .env is left as it is.
+.env:
+	printf '# Written by `make run`: this checkout is a development install (docs/operations.md for production).\nDEBUG=true\n' > $@
 
 # On PostgreSQL (and Redis) when they answer on 127.0.0.1, else SQLite; an explicit DATABASE_URL always wins.
 # The first line says which (.ci/test_services.py).

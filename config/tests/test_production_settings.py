@@ -37,7 +37,9 @@ def python(code: str, *args: str, **env) -> str:
 def test_production_refuses_to_start_without_a_secret_key():
     out = run(["manage.py", "check"])
     assert out.returncode != 0
-    assert "SECRET_KEY is not set" in out.stderr
+    # One line naming the setting and the fix, not a traceback.
+    assert out.stderr.startswith("Configuration error: SECRET_KEY is not set.") and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "DEBUG=true" in out.stderr
 
 
 def test_the_documented_production_configuration_passes_check_deploy_without_warnings():
