@@ -20,9 +20,15 @@ def email_provider_name(backend: str) -> str:
     parts = backend.split(".")
     if parts[0] == "anymail" and len(parts) > 2:
         return parts[2]
-    return {"smtp": "smtp", "filebased": "file", "console": "console", "locmem": "memory", "dummy": "none"}.get(
-        parts[-2] if len(parts) > 1 else backend, backend
-    )
+    names = {
+        "smtp": "smtp",
+        "filebased": "file",
+        "outbox": "file",
+        "console": "console",
+        "locmem": "memory",
+        "dummy": "none",
+    }
+    return names.get(parts[-2] if len(parts) > 1 else backend, backend)
 
 
 def _flag(name: str):

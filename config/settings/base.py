@@ -173,6 +173,8 @@ if "://" in EMAIL_URL:
     if EMAIL_URL.startswith("filemail://"):
         # django-environ drops the leading slash of filemail:///an/absolute/folder.
         EMAIL_FILE_PATH = EMAIL_URL.removeprefix("filemail://")
+        # One .eml file per message, and a log line naming it (Django's file backend appends to .log files).
+        EMAIL_BACKEND = "messaging.sending.outbox.EmailBackend"
 else:
     # A dotted path selects any Django email backend, e.g. anymail.backends.postmark.EmailBackend.
     EMAIL_BACKEND = EMAIL_URL

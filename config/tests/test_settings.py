@@ -34,7 +34,7 @@ def test_embedded_defaults_need_no_server():
     values = settings_with()
     assert values["db"] == "django.db.backends.sqlite3"
     assert values["cache"] == "django.core.cache.backends.locmem.LocMemCache"
-    assert values["email"] == "django.core.mail.backends.filebased.EmailBackend"
+    assert values["email"] == "messaging.sending.outbox.EmailBackend"
     assert values["broker"] == "filesystem://"
     assert (values["dns"], values["limit"], values["ttl"]) == ([], 1000, 24)
     # Where the README says to look (django-environ alone made it relative to the working directory).

@@ -1,7 +1,10 @@
 import base64
+import logging
+import re
 
 import dkim
 import pytest
+from django.test import Client
 
 from contacts.models import Contact, Event
 from domains.dkim import record_name, record_value
@@ -310,14 +313,27 @@ def test_unknown_top_level_fields_are_ignored(send, smtp_sink):
     assert send(body(clientVersion="node-1.2", extra={"a": 1})).status_code == 200
 
 
-def test_the_default_outbox_backend_receives_the_signed_message(send, settings, tmp_path):
-    settings.EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
+def test_the_default_outbox_writes_one_eml_file_per_message_and_logs_it(send, settings, tmp_path, caplog):
+    settings.EMAIL_BACKEND = "messaging.sending.outbox.EmailBackend"
     settings.EMAIL_FILE_PATH = str(tmp_path)
-    assert send(body(subject="Outbox check")).status_code == 200
-    [written] = list(tmp_path.iterdir())
-    content = written.read_text()
-    assert content.startswith("DKIM-Signature:")
-    assert "Subject: Outbox check" in content
+    logger = logging.getLogger("messaging.sending.outbox")
+    logger.addHandler(caplog.handler)  # the service's logging does not hand its records up to pytest's
+    caplog.set_level("INFO", logger=logger.name)
+    for subject in ("Outbox check", "Second"):
+        html = '<p>Confirm: <a href="https://app.example.test/verify?token=abc">here</a></p>'
+        assert send(body(subject=subject, body=html)).status_code == 200
+    written = sorted(tmp_path.iterdir())
+    assert [path.suffix for path in written] == [".eml", ".eml"]
+    # The bytes an SMTP server would have received: signed, CRLF line ends, one message per file.
+    raw = written[0].read_bytes()
+    assert raw.startswith(b"DKIM-Signature:") and b"\r\nSubject: Outbox check\r\n" in raw
+    assert raw.count(b"\r\nSubject: ") == 1
+    line = next(record.getMessage() for record in caplog.records if "Outbox check" in record.getMessage())
+    assert "ann@example.test" in line and str(written[0]) in line
+    # The first link, as the recipient would click it (through click tracking, to where the sender pointed it).
+    link = re.search(r"\(first link: (\S+)\)$", line).group(1)
+    followed = Client().get(link.removeprefix(settings.PUBLIC_URL))
+    assert (followed.status_code, followed["Location"]) == (302, "https://app.example.test/verify?token=abc")
 
 
 def test_a_provider_backend_gets_a_complete_email_message(send, settings):
