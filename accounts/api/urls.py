@@ -29,11 +29,17 @@ urlpatterns = [
     ),
     path("users/@me/projects/<str:project_id>/reset", views.ResetView.as_view(), name="users-me-project-reset"),
     path("projects/<str:project_id>/members", views.MembersView.as_view(), name="project-members"),
-    path("projects/<str:project_id>/members/<str:user_id>", views.MemberView.as_view(), name="project-member"),
+    path(
+        "projects/<str:project_id>/members/<str:user_id>",
+        views.MemberView.as_view(method_hints={"GET": "The members: GET /projects/{projectId}/members"}),
+        name="project-member",
+    ),
     path("projects/<str:project_id>/invitations", views.InvitationsView.as_view(), name="project-invitations"),
     path(
         "projects/<str:project_id>/invitations/<str:invitation_id>",
-        views.InvitationView.as_view(),
+        views.InvitationView.as_view(
+            method_hints={"GET": "Pending invitations: GET /projects/{projectId}/invitations"}
+        ),
         name="project-invitation",
     ),
     path("projects/<str:project_id>/setup-state", views.SetupStateView.as_view(), name="project-setup-state"),

@@ -62,6 +62,8 @@ class ApiViewMixin:
     # Off only for `/health`: a load balancer probes it from a few addresses, many times a minute.
     rate_limited = True
     resource_name = "Resource"
+    # HTTP method -> where a request with it belongs instead, given as the 405's suggestion (a guessed list route).
+    method_hints: dict[str, str] = {}
 
     def initial(self, request, *args, **kwargs):
         auth_error = None

@@ -58,6 +58,25 @@ def test_a_wrong_method_on_an_api_resource_answers_405(secret_client):
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize(
+    "path, takes, hint",
+    [
+        ("/domains", "POST", "GET /domains/project/{projectId}"),
+        ("/segments/00000000-0000-0000-0000-000000000001/members", "POST, DELETE", "GET /segments/{id}/contacts"),
+        ("/workflows/00000000-0000-0000-0000-000000000001/steps", "POST", "GET /workflows/{id}"),
+        ("/contacts/import", "POST", None),
+    ],
+)
+def test_a_guessed_route_says_what_it_takes_and_where_to_read_instead(secret_client, path, takes, hint):
+    error = _envelope(secret_client.get(path), 405, "METHOD_NOT_ALLOWED")
+    assert error["message"] == f'Method "GET" not allowed on {path}: it takes {takes}'
+    if hint:
+        assert error["suggestion"].endswith(hint)
+    else:
+        assert "suggestion" not in error
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize("method", ["get", "post"])
 def test_a_bad_host_answers_the_400_envelope(browser, method):
     response = getattr(browser, method)("/health", HTTP_HOST="evil.example")

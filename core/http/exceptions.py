@@ -125,9 +125,12 @@ def _as_api_error(exc: Exception) -> ServiceError | None:
 def exception_handler(exc: Exception, context: dict) -> Response:
     if isinstance(exc, BareError):
         return Response({"error": exc.message}, status=400)
-    error = _as_api_error(exc)
+    view = context.get("view")
+    if isinstance(exc, drf.MethodNotAllowed) and getattr(view, "request", None) is not None:
+        error = _method_not_allowed(exc, view)
+    else:
+        error = _as_api_error(exc)
     if error is None:
-        view = context.get("view")
         logger.exception("Unhandled error in %s", type(view).__name__ if view else "view", exc_info=exc)
         error = ServiceError(UNEXPECTED_ERROR, code=ErrorCode.INTERNAL_SERVER_ERROR, status=500)
     body = envelope(
@@ -142,3 +145,16 @@ def exception_handler(exc: Exception, context: dict) -> Response:
     if isinstance(exc, drf.MethodNotAllowed) and context.get("view") is not None:
         response["Allow"] = ", ".join(context["view"].allowed_methods)
     return response
+
+
+def _method_not_allowed(exc: drf.MethodNotAllowed, view) -> ServiceError:
+    """What the route takes, and where the request may have meant to go (the view's `method_hints`)."""
+    request = view.request
+    allowed = [method for method in view.allowed_methods if method not in ("HEAD", "OPTIONS")]
+    hint = getattr(view, "method_hints", {}).get(request.method)
+    return ServiceError(
+        f'Method "{request.method}" not allowed on {request.path}: it takes {", ".join(allowed)}',
+        code=ErrorCode.METHOD_NOT_ALLOWED,
+        status=405,
+        suggestion=hint,
+    )

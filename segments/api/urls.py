@@ -14,7 +14,10 @@ urlpatterns = [
     path("segments/<str:pk>/contacts", segments({"get": "contacts"}), name="segment-contacts"),
     path(
         "segments/<str:pk>/members",
-        segments({"post": "members_add", "delete": "members_remove"}),
+        segments(
+            {"post": "members_add", "delete": "members_remove"},
+            method_hints={"GET": "A segment's members, page by page: GET /segments/{id}/contacts"},
+        ),
         name="segment-members",
     ),
     path("segments/<str:pk>/compute", segments({"post": "compute"}), name="segment-compute"),

@@ -4,6 +4,8 @@ from workflows.api.views import WorkflowViewSet
 
 workflows = WorkflowViewSet.as_view
 WORKFLOW = "workflows/<str:pk>"
+# Steps and transitions are read with their workflow.
+IN_WORKFLOW = {"GET": "A workflow's steps and transitions come with it: GET /workflows/{id}"}
 
 # Fixed paths before parameterised ones: /workflows/fields is not a workflow id, …/executions/cancel-all not an
 # execution id.
@@ -15,16 +17,20 @@ urlpatterns = [
         workflows({"get": "retrieve", "patch": "partial_update", "delete": "destroy"}),
         name="workflow-detail",
     ),
-    path(f"{WORKFLOW}/steps", workflows({"post": "step_create"}), name="workflow-steps"),
+    path(f"{WORKFLOW}/steps", workflows({"post": "step_create"}, method_hints=IN_WORKFLOW), name="workflow-steps"),
     path(
         f"{WORKFLOW}/steps/<str:step_id>",
-        workflows({"patch": "step_update", "delete": "step_delete"}),
+        workflows({"patch": "step_update", "delete": "step_delete"}, method_hints=IN_WORKFLOW),
         name="workflow-step",
     ),
-    path(f"{WORKFLOW}/transitions", workflows({"post": "transition_create"}), name="workflow-transitions"),
+    path(
+        f"{WORKFLOW}/transitions",
+        workflows({"post": "transition_create"}, method_hints=IN_WORKFLOW),
+        name="workflow-transitions",
+    ),
     path(
         f"{WORKFLOW}/transitions/<str:transition_id>",
-        workflows({"delete": "transition_delete"}),
+        workflows({"delete": "transition_delete"}, method_hints=IN_WORKFLOW),
         name="workflow-transition",
     ),
     path(
