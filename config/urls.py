@@ -7,7 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from accounts.pages.views import csrf_refusal
 from config.dashboard import dashboard_view
 from config.metrics import metrics_view
-from config.views import ConfigView, HealthView
+from config.views import ConfigView, HealthView, favicon, home
 from core.errors import ErrorCode
 from core.http.exceptions import error_json_response, route_not_found_response, unexpected_error_envelope
 
@@ -27,6 +27,8 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("config", ConfigView.as_view(), name="config"),
     path("health", HealthView.as_view(), name="health"),
+    path("", home, name="home"),
+    path("favicon.ico", favicon, name="favicon"),
     path("metrics", metrics_view, name="metrics"),
     path("", include("accounts.api.urls")),
     path("", include("accounts.pages.urls")),

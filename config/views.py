@@ -1,8 +1,14 @@
-"""Unauthenticated service endpoints: `/config` for clients, `/health` for load balancers and operators."""
+"""Unauthenticated service endpoints: `/config` for clients, `/health` for load balancers and operators, and the
+front page (`/`, with its icon) for a person who opens the service's address."""
 
 import logging
+from functools import cache
+from pathlib import Path
 
 from django.conf import settings
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_safe
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
@@ -11,6 +17,7 @@ from accounts.billing.provider import provider_enabled
 from accounts.http.views import PublicApiView
 from accounts.identity.oauth import oauth_providers
 from config import probes
+from config.operators import operator_request
 
 logger = logging.getLogger(__name__)
 
@@ -107,3 +114,23 @@ class HealthView(PublicApiView):
         if failing:
             return Response({"status": "error", "checks": checks, "failing": failing}, status=503)
         return Response({"status": "ok", "checks": checks})
+
+
+@require_safe
+def home(request):
+    """`/` (the admin's "View site" too): what this address is, and links to the API reference, the health report
+    and, for whoever may open it, the admin."""
+    context = {"version": settings.SPECTACULAR_SETTINGS["VERSION"], "admin": operator_request(request)}
+    return render(request, "config/home.html", context)
+
+
+@cache
+def _icon() -> bytes:
+    return (Path(__file__).parent / "static" / "config" / "favicon.ico").read_bytes()
+
+
+@require_safe
+def favicon(request):
+    response = HttpResponse(_icon(), content_type="image/x-icon")
+    response["Cache-Control"] = "public, max-age=604800"
+    return response
