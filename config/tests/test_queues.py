@@ -5,13 +5,16 @@ queue no worker consumes or hold a worker's slot for ever."""
 import importlib
 
 import pytest
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
+from django.db import ProgrammingError
 from django_celery_beat.schedulers import ModelEntry
 
 from config.celery import app
 from config.queues import DEFAULT, QUEUES, TASK_ROUTES
 from config.schedule import BEAT_SCHEDULE
 from config.tests.test_worker_tasks import task_modules
+from core.tasks import time_limit_reached
 
 
 @pytest.fixture(scope="module")
@@ -57,3 +60,16 @@ def test_beat_publishes_each_entry_to_its_tasks_queue(tasks):
     for name, entry in BEAT_SCHEDULE.items():
         stored = ModelEntry.from_entry(name, app=app, **entry)
         assert _queue(entry["task"], stored.options) == TASK_ROUTES[entry["task"]]["queue"], name
+
+
+def test_an_error_raised_while_unwinding_from_the_soft_limit_is_the_limit():
+    """Struck during a COMMIT, the limit leaves it in flight, and Django's atomic block then fails to leave the
+    transaction with a database error: the task's handlers must still see the limit."""
+    try:
+        try:
+            raise SoftTimeLimitExceeded()
+        finally:
+            raise ProgrammingError("can't change 'autocommit' now: connection in transaction status ACTIVE")
+    except ProgrammingError as error:
+        assert time_limit_reached(error)
+    assert not time_limit_reached(ProgrammingError("a statement of its own failed"))

@@ -617,6 +617,38 @@ def test_a_batch_of_slow_steps_renews_its_lease_and_no_sweep_takes_it_meanwhile(
     assert len(receiver.requests) == 3
 
 
+def test_a_batch_out_of_time_hands_its_executions_to_the_next_sweep(
+    api, project, receiver, allow_loopback, soft_time_limit, committed
+):
+    """The task's soft time limit strikes while the first of three webhook calls waits for its answer: no step is
+    failed for it, and the batch ends its leases at once, so the next sweep runs the three steps again (the one
+    interrupted under the same webhook-id) instead of waiting out a lease."""
+    receiver.answers["/slow"] = Answer(delay=3)
+    workflow = api.workflow()
+    call = api.step(workflow, "WEBHOOK", {"url": receiver.url("/slow")})
+    contacts = [Contact.objects.create(project=project.project, email=f"c{n}@example.com") for n in range(3)]
+    executions = WorkflowExecution.objects.bulk_create(
+        WorkflowExecution(
+            project=project.project, workflow_id=workflow["id"], contact=contact, current_step_id=call["id"]
+        )
+        for contact in contacts
+    )
+    ids = [execution.id for execution in executions]
+    soft_time_limit(0.1, when=lambda: receiver.requests)
+    executions_advance(execution_ids=ids)
+    assert len(receiver.requests) == 1
+    assert set(WorkflowStepExecution.objects.values_list("status", flat=True)) == {"RUNNING"}
+    assert not WorkflowExecution.objects.filter(resume_at__gt=timezone.now()).exists()
+
+    receiver.answers["/slow"] = Answer()
+    assert sorted(executions_due_claim()) == sorted(ids)
+    committed(lambda: executions_advance(execution_ids=ids))
+    assert set(WorkflowExecution.objects.values_list("status", flat=True)) == {"COMPLETED"}
+    assert set(WorkflowStepExecution.objects.values_list("status", flat=True)) == {"COMPLETED"}
+    delivery_ids = [request.headers["webhook-id"] for request in receiver.requests]
+    assert len(delivery_ids) == 4 and len(set(delivery_ids)) == 3 and delivery_ids[0] in delivery_ids[1:]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_claim_that_waited_for_an_execution_moving_on_claims_the_step_it_moved_to(api, project):
     """A claim that waits for the row lock of an execution whose step another worker is recording reads the step
