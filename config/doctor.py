@@ -293,7 +293,10 @@ def overdue_work(now=None) -> dict[str, QuerySet]:
 
 def check_stuck(now=None) -> list[Finding]:
     """Work that the sweepers should have picked up: each kind is a problem when any row waits past its grace."""
-    workers = "Check that Celery workers run (deploy/systemd/herald-worker.service) and celery-beat too."
+    workers = (
+        "Check that Celery workers consume every queue (deploy/systemd/herald-delivery.service and "
+        'herald-worker.service; docs/operations.md "Queues") and that celery-beat runs too.'
+    )
     findings = []
     for kind, rows in overdue_work(now).items():
         (name, what), count = OVERDUE[kind], capped_count(rows)

@@ -146,6 +146,17 @@ class RedisServer:
             return False
 
 
+def served_env(redis: RedisServer, sink) -> dict[str, str]:
+    """The environment of processes on a test's own Redis (the cache in db 0, the broker in db 1) that deliver to the
+    SMTP server `sink` and call webhook receivers on loopback."""
+    return {
+        "CACHE_URL": redis.url(0),
+        "CELERY_BROKER_URL": redis.url(1),
+        "EMAIL_URL": f"smtp://{sink.host}:{sink.port}",
+        "WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32",
+    }
+
+
 @contextmanager
 def redis_server():
     server = RedisServer()

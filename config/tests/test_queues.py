@@ -3,6 +3,8 @@ docs/operations.md "Queues"): a task added without them fails here, not in produ
 queue no worker consumes or hold a worker's slot for ever."""
 
 import importlib
+import re
+from pathlib import Path
 
 import pytest
 from celery.exceptions import SoftTimeLimitExceeded
@@ -19,10 +21,11 @@ from core.tasks import time_limit_reached
 
 @pytest.fixture(scope="module")
 def tasks() -> dict:
-    for module in task_modules():
+    """Every task the service declares (not Celery's own, nor those tests declare for themselves)."""
+    modules = set(task_modules())
+    for module in modules:
         importlib.import_module(module)
-    # Celery's own tasks (chords, result cleanup) are not used by the service.
-    return {name: task for name, task in app.tasks.items() if not name.startswith("celery.")}
+    return {name: task for name, task in app.tasks.items() if task.__module__ in modules}
 
 
 def _queue(name: str, options: dict | None = None) -> str:
@@ -52,6 +55,15 @@ def test_the_queues_tasks_are_published_to_are_the_routed_ones(tasks):
     assert _queue("workflows.tasks.advance_executions_task", {"countdown": 5}) == "workflows"
     assert _queue("contacts.tasks.contact_import_task") == "bulk"
     assert _queue("messaging.tasks.sweep_emails_task") == "periodic"
+
+
+def test_the_operations_page_lists_every_task_with_its_queue_and_limits(tasks):
+    page = (Path(settings.BASE_DIR) / "docs" / "operations.md").read_text()
+    listed = re.findall(r"^\| `([\w.]+)` \| (\w+) \| (\d+) \| (\d+) \|$", page, re.MULTILINE)
+    assert sorted(listed) == sorted(
+        (name, TASK_ROUTES[name]["queue"], str(task.soft_time_limit), str(task.time_limit))
+        for name, task in tasks.items()
+    )
 
 
 @pytest.mark.django_db

@@ -13,7 +13,14 @@ from contextlib import ExitStack
 import httpx
 import pytest
 
-from config.tests.processes import gunicorn_server, redis_server, unit_workers, wait_until, worker_process
+from config.tests.processes import (
+    gunicorn_server,
+    redis_server,
+    served_env,
+    unit_workers,
+    wait_until,
+    worker_process,
+)
 from messaging.sending.tests.smtp import start_sink
 from workflows import services
 from workflows.models import StepType
@@ -94,10 +101,7 @@ def test_a_flood_of_hanging_webhook_steps_does_not_delay_transactional_mail(proj
     try:
         with redis_server() as redis, ExitStack() as processes:
             env = {
-                "CACHE_URL": redis.url(0),
-                "CELERY_BROKER_URL": redis.url(1),
-                "EMAIL_URL": f"smtp://{sink.host}:{sink.port}",
-                "WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32",
+                **served_env(redis, sink),
                 # An engine task per execution: the flood is many tasks, as many tenants' workflows would be.
                 "WORKFLOW_TASK_BATCH": "1",
             }

@@ -582,6 +582,20 @@ def test_a_worker_taken_over_after_its_lease_records_nothing_over_the_newer_clai
     assert Contact.objects.get(id=contact.id).data["done"] is True
 
 
+def _on_a_slow_webhook(api, project, receiver, *, delay: float) -> list[WorkflowExecution]:
+    """Three executions, not yet run, on a WEBHOOK step whose receiver answers after `delay` seconds."""
+    receiver.answers["/slow"] = Answer(delay=delay)
+    workflow = api.workflow()
+    call = api.step(workflow, "WEBHOOK", {"url": receiver.url("/slow")})
+    contacts = [Contact.objects.create(project=project.project, email=f"c{n}@example.com") for n in range(3)]
+    return WorkflowExecution.objects.bulk_create(
+        WorkflowExecution(
+            project=project.project, workflow_id=workflow["id"], contact=contact, current_step_id=call["id"]
+        )
+        for contact in contacts
+    )
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_batch_of_slow_steps_renews_its_lease_and_no_sweep_takes_it_meanwhile(
     api, project, receiver, allow_loopback, settings
@@ -591,16 +605,7 @@ def test_a_batch_of_slow_steps_renews_its_lease_and_no_sweep_takes_it_meanwhile(
     if connection.vendor != "postgresql":
         pytest.skip("a sweep beside a running task needs PostgreSQL")
     settings.WORKFLOW_STEP_LEASE_SECONDS = 0.9
-    receiver.answers["/slow"] = Answer(delay=0.6)
-    workflow = api.workflow()
-    call = api.step(workflow, "WEBHOOK", {"url": receiver.url("/slow")})
-    contacts = [Contact.objects.create(project=project.project, email=f"c{n}@example.com") for n in range(3)]
-    executions = WorkflowExecution.objects.bulk_create(
-        WorkflowExecution(
-            project=project.project, workflow_id=workflow["id"], contact=contact, current_step_id=call["id"]
-        )
-        for contact in contacts
-    )
+    executions = _on_a_slow_webhook(api, project, receiver, delay=0.6)
 
     def run() -> None:
         try:
@@ -623,17 +628,7 @@ def test_a_batch_out_of_time_hands_its_executions_to_the_next_sweep(
     """The task's soft time limit strikes while the first of three webhook calls waits for its answer: no step is
     failed for it, and the batch ends its leases at once, so the next sweep runs the three steps again (the one
     interrupted under the same webhook-id) instead of waiting out a lease."""
-    receiver.answers["/slow"] = Answer(delay=3)
-    workflow = api.workflow()
-    call = api.step(workflow, "WEBHOOK", {"url": receiver.url("/slow")})
-    contacts = [Contact.objects.create(project=project.project, email=f"c{n}@example.com") for n in range(3)]
-    executions = WorkflowExecution.objects.bulk_create(
-        WorkflowExecution(
-            project=project.project, workflow_id=workflow["id"], contact=contact, current_step_id=call["id"]
-        )
-        for contact in contacts
-    )
-    ids = [execution.id for execution in executions]
+    ids = [execution.id for execution in _on_a_slow_webhook(api, project, receiver, delay=3)]
     soft_time_limit(0.1, when=lambda: receiver.requests)
     executions_advance(execution_ids=ids)
     assert len(receiver.requests) == 1
