@@ -1,6 +1,7 @@
 """Celery tasks of the workflows app: each calls one service (docs/workflows.md "The engine")."""
 
 from celery import shared_task
+from django.conf import settings
 
 from workflows.dispatch import executions_dispatch, executions_due_claim, executions_publish
 from workflows.engine import executions_advance
@@ -12,8 +13,12 @@ ENGINE_TASK_OPTIONS = {"acks_late": True, "reject_on_worker_lost": True, "ignore
 
 # A batch runs its steps one after another, a webhook call taking up to WEBHOOK_TIMEOUT_SECONDS. At the soft limit the
 # executions the batch still holds are handed to the next sweep (`engine.executions_advance`), so a batch of slow
-# steps goes on in other tasks within seconds; the hard limit stays under the step lease (WORKFLOW_STEP_LEASE_SECONDS).
-@shared_task(soft_time_limit=240, time_limit=270, **ENGINE_TASK_OPTIONS)
+# steps goes on in other tasks within seconds. The limit leaves room for four calls at least: a step always fits in
+# one task, where one cut short every time would run again for ever.
+BATCH_SECONDS = max(240, 4 * settings.WEBHOOK_TIMEOUT_SECONDS)
+
+
+@shared_task(soft_time_limit=BATCH_SECONDS, time_limit=BATCH_SECONDS + 30, **ENGINE_TASK_OPTIONS)
 def advance_executions_task(execution_ids: list[str]) -> int:
     return executions_advance(execution_ids=execution_ids)
 

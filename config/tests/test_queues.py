@@ -15,6 +15,7 @@ from django_celery_beat.schedulers import ModelEntry
 from config.celery import app
 from config.queues import DEFAULT, QUEUES, TASK_ROUTES
 from config.schedule import BEAT_SCHEDULE
+from config.tests.test_settings import fresh_interpreter
 from config.tests.test_worker_tasks import task_modules
 from core.tasks import time_limit_reached
 
@@ -55,6 +56,13 @@ def test_the_queues_tasks_are_published_to_are_the_routed_ones(tasks):
     assert _queue("workflows.tasks.advance_executions_task", {"countdown": 5}) == "workflows"
     assert _queue("contacts.tasks.contact_import_task") == "bulk"
     assert _queue("messaging.tasks.sweep_emails_task") == "periodic"
+
+
+def test_the_engines_limits_leave_room_for_four_webhook_calls():
+    """A step cut short at every try would run again for ever: with long webhook calls, the engine's limits grow."""
+    read = "import django; django.setup(); from workflows.tasks import advance_executions_task as t; "
+    limits = fresh_interpreter(read + "print(t.soft_time_limit, t.time_limit)", WEBHOOK_TIMEOUT_SECONDS="100")
+    assert limits.split() == ["400.0", "430.0"]
 
 
 def test_the_operations_page_lists_every_task_with_its_queue_and_limits(tasks):
