@@ -24,7 +24,8 @@ install-dev: $(BIN)/.installed-dev
 migrate: install
 	$(BIN)/python manage.py migrate --no-input -v 0
 
-# Web server, Celery worker and celery-beat in one terminal; Ctrl-C stops all three.
+# Web server, the Celery workers (one for delivery alone, one for the other queues: docs/operations.md "Queues"),
+# celery-beat and the SMTP listeners in one terminal; Ctrl-C stops them all.
 run: export DEBUG ?= true
 run: export PUBLIC_URL ?= http://localhost:$(PORT)
 # The SMTP listeners on loopback, where AUTH without TLS is allowed (docs/smtp.md).
@@ -35,7 +36,8 @@ run: .env migrate
 	$(BIN)/python manage.py bootstrap_dev
 	trap 'kill 0' INT TERM EXIT; \
 	$(BIN)/gunicorn -c config/gunicorn.py config.wsgi --bind 127.0.0.1:$(PORT) --access-logfile - & \
-	$(BIN)/celery -A config worker --loglevel INFO --concurrency 2 & \
+	$(BIN)/celery -A config worker --loglevel INFO -n delivery@%h -Q delivery --concurrency 1 & \
+	$(BIN)/celery -A config worker --loglevel INFO -n work@%h -Q workflows,bulk,periodic,celery --concurrency 2 & \
 	$(BIN)/celery -A config beat --loglevel INFO & \
 	$(BIN)/python manage.py smtp_server & \
 	wait

@@ -4,6 +4,7 @@ Admin pages are tested with pytest-django's `admin_client` (a test client logged
 
 import json
 import os
+import signal
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -197,6 +198,40 @@ def smtp_sink(settings):
     settings.EMAIL_HOST_USER = settings.EMAIL_HOST_PASSWORD = ""
     yield sink
     controller.stop()
+
+
+@pytest.fixture
+def soft_time_limit():
+    """`strike(after=0, when=None)`: Celery's soft time limit reaches this test's thread `after` seconds from now, or
+    from the moment `when()` is true (watched from a thread of its own), as a worker's pool makes it reach a task: a
+    signal whose handler, billiard's own, raises SoftTimeLimitExceeded wherever the code stands (the pool sends
+    SIGUSR1 from outside; here a timer sends SIGALRM)."""
+    from billiard.pool import soft_timeout_sighandler
+
+    from config.tests.processes import wait_until
+
+    previous = signal.signal(signal.SIGALRM, soft_timeout_sighandler)
+    done, watchers = threading.Event(), []
+
+    def strike(after: float = 0.0, when=None) -> None:
+        def arm() -> None:
+            if when is not None:
+                wait_until(lambda: done.is_set() or when(), timeout=30, what="the moment of the limit", interval=0.01)
+            if not done.is_set():
+                signal.setitimer(signal.ITIMER_REAL, max(after, 0.001))
+
+        if when is None:
+            arm()
+        else:
+            watchers.append(threading.Thread(target=arm, daemon=True))
+            watchers[-1].start()
+
+    yield strike
+    done.set()
+    for watcher in watchers:
+        watcher.join()
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.fixture

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The README's production path with the runtime requirements alone (CI's "production install" step): a fresh
 # virtualenv from requirements.txt, PostgreSQL and Redis as cache and broker, the README's preparation, then gunicorn,
-# a Celery worker and celery-beat started as deploy/systemd starts them. One email sent through /v1/send must reach a
-# loopback SMTP sink DKIM-signed, `doctor` must find the database, migrations, Redis, broker and SMTP server fine, and
-# the three processes must stop cleanly. Run from the repository after `make install-dev` (the sink is aiosmtpd, a
+# the two Celery workers (delivery, and the other queues) and celery-beat started as deploy/systemd starts them. One
+# email sent through /v1/send must reach a loopback SMTP sink DKIM-signed, `doctor` must find the database,
+# migrations, Redis, broker and SMTP server fine, and the processes must stop cleanly. Run from the repository after `make install-dev` (the sink is aiosmtpd, a
 # test requirement, run from .venv; nothing of .venv is used by the service).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -71,7 +71,11 @@ echo "[${SECONDS} s] migrated, static files collected, deployment checks passed,
 pids+=($!)
 "$bin/gunicorn" -c config/gunicorn.py config.wsgi --bind "127.0.0.1:$web_port" >"$work/web.log" 2>&1 &
 pids+=($!)
-"$bin/celery" -A config worker --loglevel INFO --concurrency 2 >"$work/worker.log" 2>&1 &
+"$bin/celery" -A config worker --loglevel INFO -n delivery@%h -Q delivery --concurrency 2 \
+  >"$work/delivery.log" 2>&1 &
+pids+=($!)
+"$bin/celery" -A config worker --loglevel INFO -n work@%h -Q workflows,bulk,periodic,celery --concurrency 2 \
+  >"$work/worker.log" 2>&1 &
 pids+=($!)
 "$bin/celery" -A config beat --loglevel INFO --schedule "$work/celerybeat-schedule" >"$work/beat.log" 2>&1 &
 pids+=($!)

@@ -23,6 +23,9 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from serve import BIN, PG, REDIS, ROOT, bench_env, fresh_database, gunicorn, machine, setup_project, wrk, wrk_medians
 
+sys.path.insert(0, str(ROOT))
+from config.queues import QUEUES
+
 TRACK_LUA = """
 math.randomseed(os.time() + tonumber(tostring({}):sub(8), 16))
 request = function()
@@ -111,7 +114,9 @@ def bench_import(args) -> dict:
     project = setup_project(env)
     content = make_csv(args.rows, 5 * 1024 * 1024 - 1024)
     worker = subprocess.Popen(
-        [str(BIN / "celery"), "-A", "config", "worker", "-P", "solo", "-l", "warning"], cwd=ROOT, env=env
+        [str(BIN / "celery"), "-A", "config", "worker", "-P", "solo", "-l", "warning", "-Q", ",".join(QUEUES)],
+        cwd=ROOT,
+        env=env,
     )
     headers = {"Authorization": f"Bearer {project['secretKey']}"}
     try:

@@ -23,6 +23,7 @@ from accounts.jobs.services import jobs_stalled
 from accounts.models import Job
 from campaigns.models import Campaign, CampaignStatus
 from config import probes
+from config.queues import QUEUES as BROKER_QUEUES
 from config.schedule import BEAT_SCHEDULE
 from config.views import email_provider_name
 from core.cache import redis_client
@@ -33,7 +34,7 @@ from messaging.sending.transport import Transport
 from workflows.models import ExecutionStatus, WorkflowExecution
 
 OK, PROBLEM, NOT_CONFIGURED, INFO = "ok", "problem", "not configured", "info"
-# The broker lists kombu keeps for the default queue on Redis: one per priority step in use (0, 3, 6, 9).
+# The broker lists kombu keeps for a queue on Redis: one per priority step in use (0, 3, 6, 9).
 _PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
 # A periodic entry is late once it missed two of its runs, and never before 5 minutes (beat saves its last-run times
 # every few minutes, not at each run).
@@ -241,8 +242,11 @@ def queue_depths() -> dict[str, int | str]:
         try:
             from redis import Redis
 
-            broker = Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=2)
-            depths["broker"] = sum(broker.llen(f"celery{suffix}") for suffix in _PRIORITY_SUFFIXES)
+            lists = Redis.from_url(settings.CELERY_BROKER_URL, socket_timeout=2).pipeline(transaction=False)
+            for queue in BROKER_QUEUES:
+                for suffix in _PRIORITY_SUFFIXES:
+                    lists.llen(f"{queue}{suffix}")
+            depths["broker"] = sum(lists.execute())
         except Exception as exc:
             depths["broker"] = f"unreadable ({type(exc).__name__})"
     elif settings.CELERY_BROKER_URL.startswith("filesystem://"):
@@ -292,7 +296,10 @@ def overdue_work(now=None) -> dict[str, QuerySet]:
 
 def check_stuck(now=None) -> list[Finding]:
     """Work that the sweepers should have picked up: each kind is a problem when any row waits past its grace."""
-    workers = "Check that Celery workers run (deploy/systemd/herald-worker.service) and celery-beat too."
+    workers = (
+        "Check that Celery workers consume every queue (deploy/systemd/herald-delivery.service and "
+        'herald-worker.service; docs/operations.md "Queues") and that celery-beat runs too.'
+    )
     findings = []
     for kind, rows in overdue_work(now).items():
         (name, what), count = OVERDUE[kind], capped_count(rows)

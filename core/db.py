@@ -73,6 +73,17 @@ def locked(queryset, *, skip_locked: bool = False) -> list:
     return list(queryset.filter(pk__in=ids))
 
 
+def close_if_stuck() -> None:
+    """Close the default connection when it cannot run a statement now; Django opens a new one for the next.
+
+    An exception raised by a signal handler (Celery's soft time limit) while psycopg waits for a result leaves that
+    statement in flight outside a transaction, and every statement after it fails; inside one, leaving the atomic
+    block has rolled it back. Call where such an exception is handled with more statements to run."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    if connection.connection is not None and not connection.in_atomic_block and not connection.is_usable():
+        connection.close()
+
+
 def _placeholders(count: int) -> str:
     return ", ".join(["%s"] * count)
 

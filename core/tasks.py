@@ -1,9 +1,25 @@
-"""Publishing many messages of one task at once."""
+"""What the apps' tasks share: publishing many messages of one task at once, and telling a task's soft time limit
+from the errors it brings along."""
 
 import logging
 from contextlib import contextmanager
 
+from celery.exceptions import SoftTimeLimitExceeded
+
 logger = logging.getLogger(__name__)
+
+
+def time_limit_reached(error: BaseException) -> bool:
+    """Whether `error` is the task's soft time limit (Celery raises SoftTimeLimitExceeded wherever the task stands),
+    or an error raised while unwinding from it: struck during a COMMIT, the limit leaves the statement in flight,
+    and leaving the atomic block then fails on the connection with a database error of its own."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, SoftTimeLimitExceeded):
+            return True
+        seen.add(id(error))
+        error = error.__context__
+    return False
 
 
 def publish_in_batches(task, ids: list, *, size: int, what: str, **options) -> None:

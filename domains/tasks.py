@@ -9,8 +9,9 @@ from domains.services import DomainClaimLost, domain_check, domain_check_claim
 
 logger = logging.getLogger(__name__)
 
-# A check that waited longer than a run interval in the queue is stale: the next run queues a fresh one.
-CHECK_TASK_OPTIONS = {"acks_late": True, "ignore_result": True}
+# A check that waited longer than a run interval in the queue is stale: the next run queues a fresh one. A check is
+# a few DNS lookups of DNS_TIMEOUT_SECONDS at most; one cut short by a time limit is made again by a later run.
+CHECK_TASK_OPTIONS = {"acks_late": True, "ignore_result": True, "soft_time_limit": 60, "time_limit": 90}
 
 
 @shared_task(**CHECK_TASK_OPTIONS)

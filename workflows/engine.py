@@ -31,7 +31,8 @@ from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from core.db import locked
+from core.db import close_if_stuck, locked
+from core.tasks import time_limit_reached
 from workflows.dispatch import executions_publish_after_commit
 from workflows.models import (
     ACTIVE_STATUSES,
@@ -66,7 +67,8 @@ def _lease(now: datetime) -> datetime:
 
 def executions_advance(*, execution_ids: list) -> int:
     """Advance the executions as far as each goes now; returns how many steps ran. An infrastructure failure (the
-    database gone) is logged and ends the batch: the leases run out and the sweep takes the executions up again."""
+    database gone) is logged and ends the batch: the leases run out and the sweep takes the executions up again.
+    The task's soft time limit ends the batch too, and ends its leases at once (`_leases_end`)."""
     token = uuid.uuid4()
     ran = 0
     try:
@@ -75,9 +77,23 @@ def executions_advance(*, execution_ids: list) -> int:
             ran += len(claims)
             outcomes = steps_run(claims, keep_alive=_lease_renewal(claims))
             claims = outcomes_record(claims=claims, outcomes=outcomes, token=token)
-    except Exception:
-        logger.exception("Workflow executions %s stopped; the sweep will take them up again", execution_ids)
+    except Exception as exc:
+        if time_limit_reached(exc):
+            logger.warning("Workflow executions out of time; %d handed to the next sweep", _leases_end(token))
+        else:
+            logger.exception("Workflow executions %s stopped; the sweep will take them up again", execution_ids)
     return ran
+
+
+def _leases_end(token: uuid.UUID) -> int:
+    """End now the lease of every execution whose step this claim still holds (a batch out of time): the next sweep,
+    seconds away rather than a lease, puts the step back to PENDING and publishes it (`executions_due_claim`). A step
+    that ran but whose outcome was not recorded runs again, as after a lost worker (`workflows.steps`)."""
+    close_if_stuck()
+    held = WorkflowStepExecution.objects.filter(claim_token=token, status=StepExecutionStatus.RUNNING)
+    return WorkflowExecution.objects.filter(id__in=held.values("execution_id"), status=ExecutionStatus.RUNNING).update(
+        resume_at=timezone.now()
+    )
 
 
 def _lease_renewal(claims: list[Claim]):

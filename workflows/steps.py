@@ -15,6 +15,7 @@ from accounts.tenancy.services import project_webhook_secret
 from contacts.models import Contact
 from contacts.services import contact_subscription_set, contact_update
 from core.errors import ServiceError
+from core.tasks import time_limit_reached
 from core.time import iso
 from messaging.content import rendering
 from messaging.models import Email
@@ -53,8 +54,8 @@ def _run_one(claims: list[Claim]) -> list[Outcome]:
 
 
 def _guarded(claims: list[Claim], run: Callable[[list[Claim]], list[Outcome]]) -> list[Outcome]:
-    """Run the steps; their own failure becomes a FAILED outcome for each. A lost database is not the steps'
-    failure: it is raised, and the lease brings them back."""
+    """Run the steps; their own failure becomes a FAILED outcome for each. A lost database, or the task's soft time
+    limit, is not the steps' failure: it is raised, and the engine hands the steps back."""
     try:
         return run(claims)
     except (OperationalError, InterfaceError):
@@ -62,6 +63,8 @@ def _guarded(claims: list[Claim], run: Callable[[list[Claim]], list[Outcome]]) -
     except ServiceError as refused:
         return [Outcome(error=_service_error_text(refused))] * len(claims)
     except Exception as exc:
+        if time_limit_reached(exc):
+            raise
         logger.exception("Workflow step %s of %d execution(s) failed", claims[0].step.id, len(claims))
         return [Outcome(error=f"{type(exc).__name__}: {exc}")] * len(claims)
 

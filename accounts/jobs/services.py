@@ -10,6 +10,8 @@ A job survives the loss of its worker (SIGKILL, a lost host) and of its broker m
    still PENDING after `JOB_PUBLISH_GRACE_SECONDS` (its message was lost, or its publish failed after the commit).
 3. The next worker to claim it resumes from the checkpoint that `run` reported in the same transaction as the work
    it describes, so no step is done twice and none is skipped. After `JOB_MAX_ATTEMPTS` claims the job fails.
+4. A task that reaches its soft time limit hands the job back (`_job_yield`): PENDING at its last checkpoint and
+   published again at once, so a long job runs as several tasks.
 """
 
 import logging
@@ -24,9 +26,11 @@ from django.utils import timezone
 from accounts.models import Job, Project
 from accounts.tenancy.selectors import project_ids_in_scope
 from core.batches import purge_by_project
+from core.db import close_if_stuck
 from core.errors import NotFound
 from core.hooks import Hook
 from core.ids import uuid_or_none
+from core.tasks import time_limit_reached
 
 logger = logging.getLogger(__name__)
 # report(progress, result, checkpoint=None): progress 0-100, the partial result, and where to resume.
@@ -86,23 +90,56 @@ def job_run(job_id, run: Callable[[Job, Report], dict]) -> Job | None:
         return None
     job = Job.objects.get(pk=job_id)
     if job.attempts > settings.JOB_MAX_ATTEMPTS:
-        logger.error("Job %s (%s) lost its worker %s times; failing it", job.id, job.type, job.attempts - 1)
+        logger.error("Job %s (%s) stopped %s times; failing it", job.id, job.type, job.attempts - 1)
         return _finish(
             job,
             status=Job.Status.FAILED,
-            error=f"Stopped after {job.attempts - 1} attempts: its worker was lost each time",
+            error=f"Stopped after {job.attempts - 1} attempts: its worker was lost or ran out of time each time",
         )
     if job.attempts > 1:
         logger.warning(
             "Job %s (%s) taken over (attempt %s), resuming at %s", job.id, job.type, job.attempts, job.checkpoint
         )
+    resumed_from = job.checkpoint
     try:
         result = run(job, lambda progress, partial, checkpoint=None: job_report(job, progress, partial, checkpoint))
     except Exception as exc:
+        if time_limit_reached(exc):
+            _job_yield(job, resumed_from=resumed_from)
+            return None
         logger.exception("Job %s (%s) failed", job.id, job.type)
         _finish(job, status=Job.Status.FAILED, error=str(exc)[:2000])
         raise
     return _finish(job, status=Job.Status.COMPLETED, progress=100, result=result)
+
+
+def _job_yield(job: Job, *, resumed_from: dict) -> None:
+    """The task running `job` reached its soft time limit (the batch it was in is rolled back): the job goes back to
+    PENDING at its last committed checkpoint and is published again. Attempts count lost workers, so a claim that
+    moved the checkpoint on counts none; one that did not still counts, and a step longer than the limit ends the
+    job FAILED after JOB_MAX_ATTEMPTS instead of coming back for ever. Nothing is released when another worker took
+    the job over meanwhile; a failed publish is left to `jobs_requeue_stalled`."""
+    close_if_stuck()
+    checkpoint = Job.objects.filter(pk=job.pk).values_list("checkpoint", flat=True).first()
+    moved = checkpoint != resumed_from
+    held = Job.objects.filter(pk=job.pk, status=Job.Status.PROCESSING, attempts=job.attempts)
+    if not held.update(status=Job.Status.PENDING, attempts=F("attempts") - int(moved)):
+        return
+    logger.warning("Job %s (%s) out of time at %s; published again to resume there", job.id, job.type, checkpoint)
+    try:
+        _publish(job.id, job.type)
+    except Exception:
+        logger.exception("Could not publish job %s again; the stalled-jobs sweeper will", job.id)
+
+
+def _publish(job_id, job_type: str) -> bool:
+    """Queue the task of the job's type (`job_tasks`); False when no app registered one."""
+    publish = job_tasks.implementations.get(job_type)
+    if publish is None:
+        logger.error("Job %s has type %s, which no app registered a task for", job_id, job_type)
+        return False
+    publish(str(job_id))
+    return True
 
 
 def jobs_stalled(*, now=None):
@@ -119,14 +156,7 @@ def jobs_requeue_stalled(*, limit: int = 100) -> int:
     """Publish again the jobs whose worker was lost (lease expired) or whose message never arrived (PENDING past
     the grace period). A job already running elsewhere ignores the extra message (the claim)."""
     stalled = jobs_stalled().values_list("id", "type")[:limit]
-    published = 0
-    for job_id, job_type in stalled:
-        publish = job_tasks.implementations.get(job_type)
-        if publish is None:
-            logger.error("Job %s has type %s, which no app registered a task for", job_id, job_type)
-            continue
-        publish(str(job_id))
-        published += 1
+    published = sum(_publish(job_id, job_type) for job_id, job_type in stalled)
     if published:
         logger.warning("Re-queued %s stalled jobs", published)
     return published

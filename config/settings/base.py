@@ -314,13 +314,16 @@ def filesystem_broker_options(folder: Path) -> dict:
     }
 
 
+# On Redis, a message taken but not acknowledged this many seconds later is handed to another worker (acks_late: a
+# task is acknowledged when it ends), so every task's hard time limit is shorter (config/tests/test_queues.py).
+BROKER_VISIBILITY_TIMEOUT = 3600
 if CELERY_BROKER_URL.startswith("filesystem://"):
     # No broker process in development: web, worker and beat exchange messages through files under var/.
     CELERY_BROKER_TRANSPORT_OPTIONS = filesystem_broker_options(
         Path(env.str("CELERY_BROKER_FOLDER", default=str(VAR_DIR / "broker")))
     )
 else:
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": BROKER_VISIBILITY_TIMEOUT}
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
@@ -452,9 +455,12 @@ LOGGING = {
     },
 }
 
+from config.queues import TASK_ROUTES  # noqa: E402
 from config.schedule import BEAT_SCHEDULE  # noqa: E402
 
 CELERY_BEAT_SCHEDULE = BEAT_SCHEDULE
+# Each kind of work to its own queue, for workers started with `-Q` (config/queues.py, docs/operations.md "Queues").
+CELERY_TASK_ROUTES = TASK_ROUTES
 
 # Domains ----------------------------------------------------------------------------------------------------
 # DNS answers are cached in the cache above: positive answers up to their TTL (capped here), negative answers

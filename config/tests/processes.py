@@ -5,6 +5,7 @@ They run with the production settings module and see the data a `transactional_d
 """
 
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -17,6 +18,8 @@ import httpx
 import redis
 from django.conf import settings
 from django.db import connection
+
+from config.queues import QUEUES
 
 ROOT = Path(__file__).resolve().parents[2]  # not read from the settings: bench scripts import this before them
 BIN = Path(sys.executable).parent
@@ -62,28 +65,34 @@ def _stop(process: subprocess.Popen) -> None:
 
 
 @contextmanager
-def celery_worker(concurrency: int = 2, pool: str = "prefork", stderr=None, **env):
-    """A worker on the test database; `pool="solo"` runs tasks in the worker process itself, so killing that one
-    process kills the task where it stands. Its log goes to `stderr` (a file) when given."""
+def celery_worker(concurrency: int = 2, pool: str = "prefork", stderr=None, queues=QUEUES, **env):
+    """A worker on the test database, consuming every queue unless told `queues`; `pool="solo"` runs tasks in the
+    worker process itself, so killing that one process kills the task where it stands. Its log goes to `stderr` (a
+    file) when given."""
+    options = ["--concurrency", str(concurrency), "--pool", pool, "--queues", ",".join(queues)]
+    with worker_process(["celery", "-A", "config", "worker", *options], stderr=stderr, **env) as process:
+        yield process
+
+
+def unit_workers() -> list[list[str]]:
+    """The Celery workers of the one-host default, each command as its deploy/systemd unit starts it (the host's name
+    in place of systemd's `%H`)."""
+    starts = [
+        shlex.split(line.removeprefix("ExecStart=").replace("%H", socket.gethostname()))
+        for unit in sorted((ROOT / "deploy" / "systemd").glob("*.service"))
+        for line in unit.read_text().splitlines()
+        if line.startswith("ExecStart=")
+    ]
+    return [command for command in starts if command[1:4] == ["-A", "config", "worker"]]
+
+
+@contextmanager
+def worker_process(command: list[str], stderr=None, **env):
+    """A Celery worker started with `command` (`celery -A config worker ...`, as a unit or the Makefile starts one)
+    on the test database, logging warnings only, without the start-up exchanges with other workers."""
+    quiet = ["--loglevel", "WARNING", "--without-gossip", "--without-mingle", "--without-heartbeat"]
     process = subprocess.Popen(
-        [
-            str(BIN / "celery"),
-            "-A",
-            "config",
-            "worker",
-            "--loglevel",
-            "WARNING",
-            "--concurrency",
-            str(concurrency),
-            "--pool",
-            pool,
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-        ],
-        cwd=ROOT,
-        env=process_env(**env),
-        stderr=stderr,
+        [str(BIN / "celery"), *command[1:], *quiet], cwd=ROOT, env=process_env(**env), stderr=stderr
     )
     try:
         yield process
@@ -135,6 +144,17 @@ class RedisServer:
             return redis.Redis(port=self.port, socket_connect_timeout=0.5).ping()
         except redis.RedisError:
             return False
+
+
+def served_env(redis: RedisServer, sink) -> dict[str, str]:
+    """The environment of processes on a test's own Redis (the cache in db 0, the broker in db 1) that deliver to the
+    SMTP server `sink` and call webhook receivers on loopback."""
+    return {
+        "CACHE_URL": redis.url(0),
+        "CELERY_BROKER_URL": redis.url(1),
+        "EMAIL_URL": f"smtp://{sink.host}:{sink.port}",
+        "WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32",
+    }
 
 
 @contextmanager

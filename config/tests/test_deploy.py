@@ -1,13 +1,16 @@
 """deploy/ agrees with the service: the nginx site's body limit is the service's own and it forwards the headers
-TRUSTED_PROXY_COUNT=1 reads; the units start the processes the way the README does. (CI also runs
-`deploy/check.sh`: systemd-analyze verify and nginx -t.)"""
+TRUSTED_PROXY_COUNT=1 reads; the units start the processes the way the README does, and every place that starts
+the one-host default starts its workers alike. (CI also runs `deploy/check.sh`: systemd-analyze verify and nginx -t.)"""
 
 import re
 from pathlib import Path
 
 from django.conf import settings
 
-DEPLOY = Path(settings.BASE_DIR) / "deploy"
+from config.queues import DELIVERY, QUEUES
+
+ROOT = Path(settings.BASE_DIR)
+DEPLOY = ROOT / "deploy"
 
 
 def test_nginx_body_limit_and_proxy_headers_match_the_service():
@@ -33,9 +36,30 @@ def test_nginx_forwards_only_its_own_host_name_and_never_the_admin():
 
 def test_units_start_web_worker_beat_and_smtp():
     units = {path.stem: path.read_text() for path in (DEPLOY / "systemd").glob("*.service")}
-    assert set(units) == {"herald-web", "herald-worker", "herald-beat", "herald-smtp"}
+    assert set(units) == {"herald-web", "herald-worker", "herald-delivery", "herald-beat", "herald-smtp"}
     assert "gunicorn -c config/gunicorn.py config.wsgi" in units["herald-web"]
-    assert "celery -A config worker" in units["herald-worker"]
+    assert "celery -A config worker" in units["herald-worker"] and "celery -A config worker" in units["herald-delivery"]
     assert "celery -A config beat" in units["herald-beat"]
     assert "manage.py smtp_server" in units["herald-smtp"]
     assert all("Restart=always" in unit and "EnvironmentFile=" in unit for unit in units.values())
+
+
+def _workers(text: str) -> list[list[str]]:
+    """The queues of each Celery worker `text` starts, in order; [""] for a worker started without `-Q`."""
+    commands = re.findall(r'celery"? -A config worker([^\n]*)', text)
+    return sorted(sorted(",".join(re.findall(r"(?:-Q|--queues) (\S+)", options)).split(",")) for options in commands)
+
+
+def test_the_one_host_default_gives_delivery_a_worker_of_its_own_and_consumes_every_queue():
+    """Wherever the one-host default is written (the units, `make run`, the README's production section, the
+    production drill of CI): one worker for `delivery` alone, so that no flood of other work takes the slots that
+    send mail, and one for every other queue, Celery's default among them."""
+    units = "\n".join(path.read_text() for path in sorted((DEPLOY / "systemd").glob("*.service")))
+    expected = sorted([[DELIVERY], sorted(set(QUEUES) - {DELIVERY})])
+    for name, text in {
+        "deploy/systemd": units,
+        "Makefile": (ROOT / "Makefile").read_text(),
+        "README.md": (ROOT / "README.md").read_text(),
+        ".ci/production.sh": (ROOT / ".ci" / "production.sh").read_text(),
+    }.items():
+        assert _workers(text) == expected, name

@@ -2,6 +2,7 @@
 loopback), components not configured reported without failing, and stuck work found."""
 
 import json
+import shutil
 import sys
 from datetime import timedelta
 from io import StringIO
@@ -14,8 +15,10 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from accounts.models import Job
 from campaigns.models import Campaign, CampaignStatus
+from config.doctor import queue_depths
+from config.queues import TASK_ROUTES
 from config.schedule import BEAT_SCHEDULE
-from config.tests.processes import free_port
+from config.tests.processes import free_port, redis_server
 from contacts.models import Contact
 from domains.dns import clear_local_cache
 from domains.tests.dnsserver import DnsServer, SilentServer
@@ -128,6 +131,22 @@ def test_a_broker_that_does_not_answer_is_a_problem(project, beat_ran, smtp_sink
     status, checks = doctor()
     assert status == 2 and checks["broker"]["state"] == "problem"
     assert "CELERY_BROKER_URL" in checks["broker"]["advice"]
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs the redis-server program")
+def test_the_broker_depth_counts_the_tasks_waiting_in_every_queue(settings, broker_url, real_broker):
+    from config.celery import app
+
+    with redis_server() as redis:
+        settings.CELERY_BROKER_URL = redis.url(1)
+        broker_url(settings.CELERY_BROKER_URL)
+        # One task of each queue, and a campaign's delivery at its lower priority (a list of its own on Redis).
+        one_per_queue = {route["queue"]: name for name, route in TASK_ROUTES.items()}
+        with app.connection_for_write(settings.CELERY_BROKER_URL) as connection:
+            for name in one_per_queue.values():
+                app.send_task(name, args=[[]], connection=connection)
+            app.send_task("messaging.tasks.deliver_emails_task", args=[[]], priority=9, connection=connection)
+        assert queue_depths()["broker"] == len(one_per_queue) + 1 == 5
 
 
 def test_a_broker_transport_missing_a_library_says_to_install_the_requirements(

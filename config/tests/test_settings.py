@@ -16,7 +16,8 @@ PROBE = (
 )
 
 
-def settings_with(**env):
+def fresh_interpreter(code: str, **env) -> str:
+    """The last line `code` printed, run in a fresh interpreter with the base settings and the variables `env`."""
     base = {
         "PATH": "/usr/bin:/bin",
         "DJANGO_SETTINGS_MODULE": "config.settings.base",
@@ -24,10 +25,14 @@ def settings_with(**env):
         "SECRET_KEY": settings.SECRET_KEY,
     }
     out = subprocess.run(
-        [sys.executable, "-c", PROBE], cwd=settings.BASE_DIR, env={**base, **env}, capture_output=True, text=True
+        [sys.executable, "-c", code], cwd=settings.BASE_DIR, env={**base, **env}, capture_output=True, text=True
     )
     assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return out.stdout.strip().splitlines()[-1]
+
+
+def settings_with(**env):
+    return json.loads(fresh_interpreter(PROBE, **env))
 
 
 def test_embedded_defaults_need_no_server():

@@ -27,7 +27,8 @@ print(json.dumps({
 """
 
 
-def test_a_worker_registers_every_task_and_every_scheduled_one():
+def task_modules() -> list[str]:
+    """Every `tasks` module the code declares: of the installed apps and of the rooms inside them."""
     base = Path(settings.BASE_DIR)
     paths = {
         path
@@ -36,11 +37,15 @@ def test_a_worker_registers_every_task_and_every_scheduled_one():
         for path in Path(config.path).rglob("tasks.py")
         if "tests" not in path.relative_to(base).parts
     }
-    modules = sorted(".".join(path.relative_to(base).with_suffix("").parts) for path in paths)
+    return sorted(".".join(path.relative_to(base).with_suffix("").parts) for path in paths)
+
+
+def test_a_worker_registers_every_task_and_every_scheduled_one():
+    modules = task_modules()
     assert "messaging.sending.tasks" in modules
     result = subprocess.run(
         [sys.executable, "-c", WORKER_IMPORTS, *modules],
-        cwd=base,
+        cwd=settings.BASE_DIR,
         env={"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "config.settings.base", "DEBUG": "true"},
         capture_output=True,
         text=True,

@@ -5,6 +5,7 @@ from datetime import timedelta
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db.models.signals import post_save
 from django.utils import timezone
 
 from accounts.jobs.services import jobs_requeue_stalled
@@ -118,3 +119,37 @@ def test_a_running_job_is_not_taken_over_while_its_lease_is_renewed(queued_impor
         imports.contact_import_run(job_id=job.id)
     # The lease was renewed by the committed batch: the sweeper leaves the job alone.
     assert jobs_requeue_stalled() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_import_out_of_time_goes_on_in_a_new_task_from_its_last_committed_batch(
+    queued_import, project, soft_time_limit, caplog
+):
+    """Committed as a worker commits (the limit may strike in the middle of any statement), with the task run below
+    rather than at the upload."""
+    from config.celery import app
+
+    app.conf.task_always_eager = False  # the upload's message goes to a broker no worker of this test reads
+    try:
+        job = queued_import(csv_of(500))
+    finally:
+        app.conf.task_always_eager = True
+    struck = []
+
+    def fourth_batch_committed(sender, instance, **kwargs):
+        if instance.pk == job.pk and instance.checkpoint.get("record", 0) > 40 and not struck:
+            struck.append(instance.checkpoint["record"])
+            soft_time_limit()  # within the next batch
+
+    post_save.connect(fourth_batch_committed, sender=Job, weak=False)
+    try:
+        # The task out of time hands the job back; its publish runs the next task here (the eager test broker).
+        assert imports.contact_import_run(job_id=job.id) is None
+    finally:
+        post_save.disconnect(fourth_batch_committed, sender=Job)
+    assert struck and "out of time" in caplog.text
+    job.refresh_from_db()
+    assert job.status == "COMPLETED" and job.attempts == 1  # the task cut short counted no attempt
+    assert job.result["createdCount"] == 500 and job.result["failureCount"] == 0
+    assert Contact.objects.filter(project=project.project).count() == 500
+    assert not ImportUpload.objects.filter(job=job).exists()

@@ -11,6 +11,8 @@
    rest of the batch. Whatever else one message raises (its MIME or DKIM step) is that message's failure alone.
 4. The sweeper (`emails_sweep`) requeues rows whose lease expired, their worker dead (or fails them when their
    attempts are used up), and re-publishes QUEUED rows whose task never arrived, so no accepted email is lost.
+5. A task that reaches its soft time limit while it sends (a slow relay) puts the rows it still holds back in the
+   queue at once, to be published again with the retries (`_out_of_time`).
 """
 
 import base64
@@ -31,9 +33,10 @@ from django.db.models import F, Q, prefetch_related_objects
 from django.utils import timezone
 
 from contacts.services import contact_stub, events_record_bulk
-from core.db import execute_prepared, instances_from_rows
+from core.db import close_if_stuck, execute_prepared, instances_from_rows
 from core.errors import ServiceError
 from core.metrics import DELIVERY_LATENCY
+from core.tasks import time_limit_reached
 from core.time import iso
 from domains.models import Domain
 from domains.services import domain_sign_message, sender_domain_for
@@ -345,6 +348,33 @@ def _record_events(report: DeliveryReport) -> None:
         )
 
 
+def _out_of_time(sending: Email | None, rest: list[Email], report: DeliveryReport) -> None:
+    """The task's soft time limit struck while it sent: the rows it still holds go back to QUEUED, due now, and into
+    the report's retries, which the task publishes at once. The row being sent keeps its attempt (its message may
+    have gone: the one a crash may repeat), so a message that alone outlasts the limit stops after its attempts; the
+    rest were not tried and get theirs back. A row already done is not held any more and is left as it is."""
+    close_if_stuck()
+    now = timezone.now()
+    back = []
+    for group, untried in (([sending] if sending else [], 0), (rest, 1)):
+        if not group:
+            continue
+        held = Email.objects.filter(
+            id__in=[email.id for email in group], status=Email.Status.SENDING, claimed_at=group[0].claimed_at
+        )
+        ids = list(held.values_list("id", flat=True))
+        held.filter(id__in=ids).update(
+            status=Email.Status.QUEUED,
+            claimed_at=None,
+            attempts=F("attempts") - untried,
+            next_attempt_at=None,
+            updated_at=now,
+        )
+        back += ids
+    report.retry.update(dict.fromkeys(back, 0))
+    logger.warning("Delivery out of time; %d email(s) back in the queue", len(back))
+
+
 def _fail(email: Email, error: str, report: DeliveryReport) -> None:
     _mark(email, Email.Status.FAILED, last_error=error)
     report.failed.append((email, error))
@@ -375,41 +405,50 @@ def _send_claimed(emails: list[Email], report: DeliveryReport) -> None:
     SENDING and is the one message a crash may repeat."""
     domains: dict[tuple, Domain | ServiceError] = {}
     lease = _Lease()
-    with Transport() as transport, connection.cursor() as cursor:
-        while emails := lease.keep(emails):
-            email, emails = emails[0], emails[1:]
-            wait = send_slot_wait(email.project_id)
-            if wait:  # this project waits for its rate; the others' mail goes on
-                _defer([email, *(other for other in emails if other.project_id == email.project_id)], wait, report)
-                emails = [other for other in emails if other.project_id != email.project_id]
-                continue
-            try:
-                provider_id = transport.send(_prepare(email, domains))
-            except TransportError as exc:
-                if exc.permanent:
-                    _fail(email, str(exc), report)
+    email = None
+    try:
+        with Transport() as transport, connection.cursor() as cursor:
+            while emails := lease.keep(emails):
+                email, emails = emails[0], emails[1:]
+                wait = send_slot_wait(email.project_id)
+                if wait:  # this project waits for its rate; the others' mail goes on
+                    own = [email, *(other for other in emails if other.project_id == email.project_id)]
+                    _defer(own, wait, report)
+                    emails = [other for other in emails if other.project_id != email.project_id]
                     continue
-                _release([email], str(exc), report)
-                if exc.connection_lost:
-                    _release(emails, str(exc), report)
-                    return
-                continue
-            except ServiceError as exc:
-                _fail(email, exc.message, report)
-                continue
-            except mime.UnsafeHeader as exc:
-                # A row no input rule would accept today (stored before one existed, or edited by hand): the
-                # message cannot be written safely, and retrying will not change that.
-                _fail(email, f"Not sent: {exc}", report)
-                continue
-            except Exception as exc:
-                logger.exception("Could not send email %s", email.id)
-                _release([email], f"Could not send the message: {type(exc).__name__}: {exc}"[:1000], report)
-                continue
-            sent_at = timezone.now()
-            if _mark_sent(cursor, email, sent_at, provider_id):
-                report.sent.append((email, sent_at))
-                DELIVERY_LATENCY.observe((sent_at - email.created_at).total_seconds())
+                try:
+                    provider_id = transport.send(_prepare(email, domains))
+                except TransportError as exc:
+                    if exc.permanent:
+                        _fail(email, str(exc), report)
+                        continue
+                    _release([email], str(exc), report)
+                    if exc.connection_lost:
+                        _release(emails, str(exc), report)
+                        return
+                    continue
+                except ServiceError as exc:
+                    _fail(email, exc.message, report)
+                    continue
+                except mime.UnsafeHeader as exc:
+                    # A row no input rule would accept today (stored before one existed, or edited by hand): the
+                    # message cannot be written safely, and retrying will not change that.
+                    _fail(email, f"Not sent: {exc}", report)
+                    continue
+                except Exception as exc:
+                    if time_limit_reached(exc):
+                        raise  # not this message's failure: the batch's time is up
+                    logger.exception("Could not send email %s", email.id)
+                    _release([email], f"Could not send the message: {type(exc).__name__}: {exc}"[:1000], report)
+                    continue
+                sent_at = timezone.now()
+                if _mark_sent(cursor, email, sent_at, provider_id):
+                    report.sent.append((email, sent_at))
+                    DELIVERY_LATENCY.observe((sent_at - email.created_at).total_seconds())
+    except Exception as exc:
+        if not time_limit_reached(exc):
+            raise
+        _out_of_time(email, emails, report)
 
 
 @contextmanager

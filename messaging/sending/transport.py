@@ -174,9 +174,14 @@ class Transport:
             ) from exc
         return self
 
-    def __exit__(self, *exc_info):
-        # Closing a broken connection must not hide the error that broke it.
+    def __exit__(self, error_type, *exc_info):
+        # Closing a broken connection must not hide the error that broke it. Left on an error (a time limit in the
+        # middle of an exchange), the exchange is in an unknown state, where a QUIT could wait EMAIL_TIMEOUT for an
+        # answer that never comes: the socket is dropped instead.
         with contextlib.suppress(Exception):
+            smtp = self._smtp()
+            if error_type is not None and smtp is not None:
+                smtp.close()
             self.connection.close()
 
     def _smtp(self) -> smtplib.SMTP | None:

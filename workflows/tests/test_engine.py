@@ -583,6 +583,20 @@ def test_a_worker_taken_over_after_its_lease_records_nothing_over_the_newer_clai
     assert Contact.objects.get(id=contact.id).data["done"] is True
 
 
+def _on_a_slow_webhook(api, project, receiver, *, delay: float, count: int = 3) -> list[WorkflowExecution]:
+    """`count` executions, not yet run, on a WEBHOOK step whose receiver answers after `delay` seconds."""
+    receiver.answers["/slow"] = Answer(delay=delay)
+    workflow = api.workflow()
+    call = api.step(workflow, "WEBHOOK", {"url": receiver.url("/slow")})
+    contacts = [Contact.objects.create(project=project.project, email=f"c{n}@example.com") for n in range(count)]
+    return WorkflowExecution.objects.bulk_create(
+        WorkflowExecution(
+            project=project.project, workflow_id=workflow["id"], contact=contact, current_step_id=call["id"]
+        )
+        for contact in contacts
+    )
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_batch_of_slow_steps_renews_its_lease_and_no_sweep_takes_it_meanwhile(
     api, project, receiver, allow_loopback, settings
@@ -595,16 +609,7 @@ def test_a_batch_of_slow_steps_renews_its_lease_and_no_sweep_takes_it_meanwhile(
     settings.WORKFLOW_STEP_LEASE_SECONDS, settings.WEBHOOK_TIMEOUT_SECONDS = 0.9, 0.6
     delay = 0.3
     calls = int(lease_seconds() / delay) + 2
-    receiver.answers["/slow"] = Answer(delay=delay)
-    workflow = api.workflow()
-    call = api.step(workflow, "WEBHOOK", {"url": receiver.url("/slow")})
-    contacts = [Contact.objects.create(project=project.project, email=f"c{n}@example.com") for n in range(calls)]
-    executions = WorkflowExecution.objects.bulk_create(
-        WorkflowExecution(
-            project=project.project, workflow_id=workflow["id"], contact=contact, current_step_id=call["id"]
-        )
-        for contact in contacts
-    )
+    executions = _on_a_slow_webhook(api, project, receiver, delay=delay, count=calls)
 
     def run() -> None:
         try:
@@ -636,6 +641,28 @@ def test_a_steps_lease_outlasts_the_longest_webhook_call_whatever_the_setting(ap
     assert executions_due_claim() == []
     time_passes(lease_seconds())
     assert [str(taken) for taken in executions_due_claim()] == [execution["id"]]
+
+
+def test_a_batch_out_of_time_hands_its_executions_to_the_next_sweep(
+    api, project, receiver, allow_loopback, soft_time_limit, committed
+):
+    """The task's soft time limit strikes while the first of three webhook calls waits for its answer: no step is
+    failed for it, and the batch ends its leases at once, so the next sweep runs the three steps again (the one
+    interrupted under the same webhook-id) instead of waiting out a lease."""
+    ids = [execution.id for execution in _on_a_slow_webhook(api, project, receiver, delay=3)]
+    soft_time_limit(0.1, when=lambda: receiver.requests)
+    executions_advance(execution_ids=ids)
+    assert len(receiver.requests) == 1
+    assert set(WorkflowStepExecution.objects.values_list("status", flat=True)) == {"RUNNING"}
+    assert not WorkflowExecution.objects.filter(resume_at__gt=timezone.now()).exists()
+
+    receiver.answers["/slow"] = Answer()
+    assert sorted(executions_due_claim()) == sorted(ids)
+    committed(lambda: executions_advance(execution_ids=ids))
+    assert set(WorkflowExecution.objects.values_list("status", flat=True)) == {"COMPLETED"}
+    assert set(WorkflowStepExecution.objects.values_list("status", flat=True)) == {"COMPLETED"}
+    delivery_ids = [request.headers["webhook-id"] for request in receiver.requests]
+    assert len(delivery_ids) == 4 and len(set(delivery_ids)) == 3 and delivery_ids[0] in delivery_ids[1:]
 
 
 @pytest.mark.django_db(transaction=True)

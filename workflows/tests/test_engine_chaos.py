@@ -15,7 +15,7 @@ import pytest
 from django.db import connection
 
 from config.celery import app
-from config.tests.processes import celery_worker, children, gunicorn_server, redis_server, wait_until
+from config.tests.processes import celery_worker, children, gunicorn_server, redis_server, served_env, wait_until
 from contacts.models import Contact
 from messaging.models import Email, EmailType, Template
 from messaging.sending.tests.smtp import start_sink
@@ -83,10 +83,7 @@ def test_killed_workers_and_a_restarted_redis_lose_and_double_nothing(project):
     try:
         with redis_server() as redis, ExitStack() as processes:
             env = {
-                "CACHE_URL": redis.url(0),
-                "CELERY_BROKER_URL": redis.url(1),
-                "EMAIL_URL": f"smtp://{sink.host}:{sink.port}",
-                "WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32",
+                **served_env(redis, sink),
                 # Long enough that a live worker on a loaded machine finishes a step inside its lease: this test is
                 # about workers that die, and a step that outlives its lease runs twice (docs/workflows.md).
                 "WORKFLOW_STEP_LEASE_SECONDS": "15",

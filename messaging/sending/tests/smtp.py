@@ -3,6 +3,7 @@
 import asyncio
 import email
 import threading
+import time
 from dataclasses import dataclass, field
 from email import policy
 
@@ -17,6 +18,8 @@ class Received:
     mail_from: str
     rcpt_tos: list[str]
     raw: bytes
+    # When the message was accepted (`time.monotonic()`), for tests that measure delivery latency.
+    at: float = field(default_factory=time.monotonic)
 
     @property
     def message(self) -> email.message.EmailMessage:

@@ -1,5 +1,6 @@
 """Delivery discipline: each accepted email handed to the transport exactly once, failures sorted."""
 
+import asyncio
 import smtplib
 import threading
 import time
@@ -452,3 +453,28 @@ def test_a_provider_backend_keeps_the_sender_when_a_return_path_host_is_set(send
     send({"to": "ann@example.test", "from": "hi@alice.test", "subject": "S", "body": "<p>B</p>"})
     [message] = mail.outbox
     assert message.from_email == "Alice's shop <hi@alice.test>"
+
+
+def test_a_batch_out_of_time_puts_the_rows_it_holds_back_and_publishes_them_again(queued, smtp_sink, soft_time_limit):
+    """The task's soft time limit strikes while the relay hangs on the second message's recipient: the connection is
+    dropped rather than closed politely (no QUIT waiting on the hung exchange), that row and the third go back to
+    the queue at once (the third without an attempt counted), the task publishes them again, and every message goes
+    once."""
+    original_rcpt, hung = smtp_sink.handle_RCPT, []
+
+    async def hanging_rcpt(server, session, envelope, address, rcpt_options):
+        if address == "b@example.test" and not hung:
+            hung.append(address)
+            soft_time_limit()
+            await asyncio.sleep(10)
+        return await original_rcpt(server, session, envelope, address, rcpt_options)
+
+    smtp_sink.handle_RCPT = hanging_rcpt
+    start = time.monotonic()
+    deliver_emails_task.delay(queued)  # its retries run here (the eager test broker)
+    assert hung and time.monotonic() - start < 5
+    assert sorted(r.rcpt_tos[0] for r in smtp_sink.received) == ["a@example.test", "b@example.test", "c@example.test"]
+    attempts = dict(Email.objects.values_list("to_email", "attempts"))
+    assert attempts == {"a@example.test": 1, "b@example.test": 2, "c@example.test": 1}
+    assert set(Email.objects.values_list("status", flat=True)) == {"SENT"}
+    assert Event.objects.filter(name="email.sent").count() == 3
