@@ -25,7 +25,8 @@ migrate: install
 	$(BIN)/python manage.py migrate --no-input -v 0
 
 # Web server, the Celery workers (one for delivery alone, one for the other queues: docs/operations.md "Queues"),
-# celery-beat and the SMTP listeners in one terminal; Ctrl-C stops them all.
+# celery-beat and the SMTP listeners in one terminal; Ctrl-C stops them all. The trap stops the children once (a
+# `kill 0` in it would signal the trap's own shell again and again, until it crashed).
 run: export DEBUG ?= true
 run: export PUBLIC_URL ?= http://localhost:$(PORT)
 # The SMTP listeners on loopback, where AUTH without TLS is allowed (docs/smtp.md).
@@ -34,7 +35,7 @@ run: export SMTP_INBOUND_LISTEN ?= 127.0.0.1:2525
 run: export SMTP_ALLOW_PLAINTEXT_AUTH ?= true
 run: .env migrate
 	$(BIN)/python manage.py bootstrap_dev
-	trap 'kill 0' INT TERM EXIT; \
+	trap 'trap - INT TERM EXIT; kill $$(jobs -p) 2>/dev/null; wait' INT TERM EXIT; \
 	$(BIN)/gunicorn -c config/gunicorn.py config.wsgi --bind 127.0.0.1:$(PORT) --access-logfile - & \
 	$(BIN)/celery -A config worker --loglevel INFO -n delivery@%h -Q delivery --concurrency 1 & \
 	$(BIN)/celery -A config worker --loglevel INFO -n work@%h -Q workflows,bulk,periodic,celery --concurrency 2 & \

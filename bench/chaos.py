@@ -8,12 +8,13 @@ redirect, and its delivery latency before and during (`bench/chaos_webhooks.py`)
 
 Everything runs on this machine: PostgreSQL (a fresh database, `herald_chaos`), a redis-server of the run's own (its
 own port, no persistence: started again it has lost every queued task and cached entry) as cache and broker,
-gunicorn (`config/gunicorn.py`, 2 workers), one Celery worker (prefork, 2 processes) that the script starts again
-whenever it exits, as a process supervisor would, and an SMTP server on loopback that records every message.
+gunicorn (`config/gunicorn.py`, 2 workers), the Celery workers of the one-host default as `deploy/systemd` starts
+them (one for the `delivery` queue, one for the others), each started again whenever it exits, as a process
+supervisor would, and an SMTP server on loopback that records every message.
 
 While clients call `/v1/send` and `/v1/track` (4 threads, every third request with an Idempotency-Key) and a CSV
-import runs, the script SIGKILLs the worker with its pool processes, kills Redis and starts it again empty, SIGKILLs
-a gunicorn worker (its master starts another), and SIGKILLs the Celery worker again. In place of celery-beat it
+import runs, the script SIGKILLs the workers with their pool processes, kills Redis and starts it again empty, SIGKILLs
+a gunicorn worker (its master starts another), and SIGKILLs the Celery workers again. In place of celery-beat it
 publishes the sweepers (delivery, stalled jobs, workflow executions) every 5 seconds, with their grace periods and
 leases shortened (`CHAOS_ENV`), so a run takes minutes instead of the tens of minutes the production timings would.
 
@@ -67,13 +68,14 @@ CHAOS_ENV = {
 
 
 class Service:
-    """gunicorn and a supervised Celery worker on the run's database and Redis."""
+    """gunicorn and the supervised Celery workers of the one-host default on the run's database and Redis."""
 
     def __init__(self, env: dict, processes: ExitStack):
-        from config.tests.processes import celery_worker
+        from config.tests.processes import unit_workers, worker_process
 
-        self.env, self.processes, self.celery_worker = env, processes, celery_worker
-        self.worker = None
+        self.env, self.processes, self.worker_process = env, processes, worker_process
+        self.commands = unit_workers()
+        self.workers: list = [None] * len(self.commands)
         self.worker_starts = 0
         self.pool_processes_killed = 0
         port = free_port()
@@ -95,17 +97,21 @@ class Service:
         self.web.wait(timeout=20)
 
     def supervise(self) -> None:
-        """Start the worker again if it exited (a supervisor's `Restart=always`)."""
-        if self.worker is None or self.worker.poll() is not None:
-            self.worker = self.processes.enter_context(self.celery_worker(**self.env))
-            self.worker_starts += 1
+        """Start a worker again if it exited (a supervisor's `Restart=always`)."""
+        for index, command in enumerate(self.commands):
+            worker = self.workers[index]
+            if worker is None or worker.poll() is not None:
+                self.workers[index] = self.processes.enter_context(self.worker_process(command, **self.env))
+                self.worker_starts += 1
 
     def kill_worker(self) -> None:
-        pool = children(self.worker.pid)
-        for pid in [*pool, self.worker.pid]:
-            os.kill(pid, signal.SIGKILL)
-        self.pool_processes_killed += len(pool)
-        self.worker.wait()
+        """SIGKILL every Celery worker with its pool processes."""
+        for worker in self.workers:
+            pool = children(worker.pid)
+            for pid in [*pool, worker.pid]:
+                os.kill(pid, signal.SIGKILL)
+            self.pool_processes_killed += len(pool)
+            worker.wait()
 
     def kill_web_worker(self) -> None:
         os.kill(children(self.web.pid)[0], signal.SIGKILL)
@@ -304,10 +310,10 @@ def http_phase(args, project: dict, service: Service, sink, redis: RedisServer, 
         redis.start()
 
     failures = [
-        ("SIGKILL the Celery worker and its pool", service.kill_worker),
+        ("SIGKILL the Celery workers and their pools", service.kill_worker),
         ("kill Redis; start it again, empty, 4 s later", restart_redis),
         ("SIGKILL a gunicorn worker", service.kill_web_worker),
-        ("SIGKILL the Celery worker again", service.kill_worker),
+        ("SIGKILL the Celery workers again", service.kill_worker),
     ]
     step = args.seconds / (len(failures) + 1)
     started = time.monotonic()
