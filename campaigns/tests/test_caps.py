@@ -6,6 +6,7 @@ Mail goes to a real SMTP server on loopback."""
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from accounts.billing.services import billing_limits_update, usage_by_category
@@ -13,7 +14,7 @@ from accounts.models import Job
 from campaigns.models import Campaign
 from campaigns.sending import campaign_fan_out, campaign_send, campaigns_finish_sending, campaigns_start_due
 from campaigns.tests.conftest import PRO, campaign_body
-from conftest import client_with, concurrently
+from conftest import behind_a_lock, client_with, concurrently
 from contacts.models import Contact
 from messaging.models import Email
 
@@ -199,3 +200,24 @@ def test_two_fan_outs_at_once_do_not_pass_the_cap_together(project, settings):
     for row in rows:
         assert row.total_recipients + row.not_sent_count == 25
         assert row.not_sent_reason == (REASON if row.not_sent_count else "")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_fan_out_waits_for_the_count_of_a_batch_not_yet_committed(project, settings):
+    """The first campaign's fan-out has queued its 25 in a transaction not yet committed when the second's runs: the
+    second waits for the count (the counter row's lock), then finds 5 left of 30, queues them and records 20 as
+    not sent. Read without the lock, usage would still be 0 and it would queue 25 more."""
+    if connection.vendor != "postgresql":
+        pytest.skip("a fan-out waiting for a row lock needs PostgreSQL")
+    settings.CAMPAIGN_BATCH_SIZE = 30
+    Contact.objects.bulk_create(Contact(project=project.project, email=f"c{n:02d}@example.test") for n in range(25))
+    billing_limits_update(project=project.project, changes={"campaigns": 30})
+    one, two = (_started(project.project, name) for name in ("One", "Two"))
+
+    behind_a_lock(lambda: campaign_fan_out(job_id=one.job_id), lambda: campaign_fan_out(job_id=two.job_id))
+
+    assert usage_by_category(project=project.project)["campaigns"] == 30
+    assert Email.objects.filter(campaign_id=one.pk).count() == 25
+    assert Email.objects.filter(campaign_id=two.pk).count() == 5
+    two.refresh_from_db()
+    assert (two.total_recipients, two.not_sent_count, two.not_sent_reason) == (5, 20, REASON)
