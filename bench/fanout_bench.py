@@ -65,7 +65,8 @@ def main() -> None:
             audience_type=CAMPAIGN["audienceType"],
         )
         with transaction.atomic():
-            sending._start(Campaign.objects.select_for_update(of=("self",)).get(pk=campaign.pk), now=timezone.now())
+            held = Campaign.objects.select_for_update(of=("self",)).get(pk=campaign.pk)
+            sending._start(held, now=timezone.now(), audience=args.contacts)
         campaign.refresh_from_db()
         started = time.perf_counter()
         sending._fan_out(campaign.job, lambda percent, progress, checkpoint: None)

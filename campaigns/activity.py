@@ -1,6 +1,6 @@
-"""What campaigns add to messaging's insights (`messaging.insights.registry`): `campaign.scheduled` and
-`campaign.sent` items in the activity feed, scheduled campaigns in `/activity/upcoming`, and names, subjects and
-statuses for the campaign analytics."""
+"""What campaigns add to messaging's insights (`messaging.insights.registry`): `campaign.scheduled`,
+`campaign.sent` and `campaign.not_sent` items in the activity feed, scheduled campaigns in `/activity/upcoming`, and
+names, subjects and statuses for the campaign analytics."""
 
 import uuid
 from datetime import datetime
@@ -19,9 +19,24 @@ from messaging.insights.registry import (
     Upcoming,
 )
 
-SCHEDULED, SENT = "campaign.scheduled", "campaign.sent"
+SCHEDULED, SENT, NOT_SENT = "campaign.scheduled", "campaign.sent", "campaign.not_sent"
 # One item per campaign: a SCHEDULED campaign at the moment it was scheduled, one that started sending at then.
 _IN_FEED = {SCHEDULED: Q(status=CampaignStatus.SCHEDULED), SENT: Q(sent_at__isnull=False)}
+
+
+# The columns an item shows.
+_SHOWN = (
+    "id",
+    "name",
+    "subject",
+    "status",
+    "scheduled_for",
+    "sent_at",
+    "total_recipients",
+    "not_sent_count",
+    "not_sent_reason",
+    "not_sent_at",
+)
 
 
 def _queryset(project: Project, filters: ActivityFilters) -> QuerySet | None:
@@ -38,7 +53,7 @@ def _queryset(project: Project, filters: ActivityFilters) -> QuerySet | None:
         campaigns = campaigns.filter(activity_at__gte=filters.start)
     if filters.end:
         campaigns = campaigns.filter(activity_at__lte=filters.end)
-    return campaigns.only("id", "name", "subject", "status", "scheduled_for", "sent_at", "total_recipients")
+    return campaigns.only(*_SHOWN)
 
 
 def _metadata(campaign: Campaign) -> dict:
@@ -49,6 +64,8 @@ def _metadata(campaign: Campaign) -> dict:
         "status": campaign.status,
         "scheduledFor": iso(campaign.scheduled_for),
         "totalRecipients": campaign.total_recipients,
+        "notSentCount": campaign.not_sent_count,
+        "notSentReason": campaign.not_sent_reason,
     }
 
 
@@ -69,6 +86,33 @@ SOURCE = ActivitySource(
     timestamp_field="activity_at",
     item=_item,
     present_types=_present_types,
+)
+
+
+def _not_sent_queryset(project: Project, filters: ActivityFilters) -> QuerySet | None:
+    """The campaigns the monthly cap kept, in part or whole, from their audience: one item each, at the moment that
+    was decided (a scheduled start refused, a fan-out cut short)."""
+    if (filters.types is not None and NOT_SENT not in filters.types) or filters.contact_id or filters.email_id:
+        return None
+    campaigns = Campaign.objects.filter(project=project, not_sent_count__gt=0)
+    if filters.start:
+        campaigns = campaigns.filter(not_sent_at__gte=filters.start)
+    if filters.end:
+        campaigns = campaigns.filter(not_sent_at__lte=filters.end)
+    return campaigns.only(*_SHOWN)
+
+
+NOT_SENT_SOURCE = ActivitySource(
+    name="campaigns.not_sent",
+    types=(NOT_SENT,),
+    queryset=_not_sent_queryset,
+    timestamp_field="not_sent_at",
+    item=lambda campaign: ActivityItem(
+        id=campaign.id, type=NOT_SENT, timestamp=campaign.not_sent_at, metadata=_metadata(campaign)
+    ),
+    present_types=lambda project: (
+        [NOT_SENT] if Campaign.objects.filter(project=project, not_sent_count__gt=0).exists() else []
+    ),
 )
 
 

@@ -20,7 +20,7 @@ _PREVIEW_LINKS = dict.fromkeys(("unsubscribeUrl", "subscribeUrl", "manageUrl"), 
 class CampaignAdmin(admin.ModelAdmin):
     list_display = [
         "name", "project", "status", "audience", "total_recipients", "sent_count", "opened_count", "clicked_count",
-        "bounced_count", "scheduled_for", "sent_at", "fan_out",
+        "bounced_count", "not_sent_count", "scheduled_for", "sent_at", "fan_out",
     ]  # fmt: skip
     list_filter = ["status", "audience_type", "type"]
     search_fields = ["name", "subject", "from_email", "=id"]
@@ -28,8 +28,8 @@ class CampaignAdmin(admin.ModelAdmin):
     raw_id_fields = ["project", "segment"]
     readonly_fields = [
         "id", "project", "status", "scheduled_for", "sent_at", "total_recipients", "sent_count", "delivered_count",
-        "opened_count", "clicked_count", "bounced_count", "complained_count", "unsubscribed_count", "fan_out",
-        "preview", "created_at", "updated_at",
+        "opened_count", "clicked_count", "bounced_count", "complained_count", "unsubscribed_count", "not_sent_count",
+        "not_sent_reason", "not_sent_at", "fan_out", "preview", "created_at", "updated_at",
     ]  # fmt: skip
     exclude = ["body"]
     ordering = ["-created_at"]

@@ -31,9 +31,10 @@ class CampaignsConfig(AppConfig):
 
         events_recorded.connect(on_events_recorded, dispatch_uid="campaigns.stats")
 
-        from campaigns.activity import SOURCE, Directory, campaigns_upcoming
+        from campaigns.activity import NOT_SENT_SOURCE, SOURCE, Directory, campaigns_upcoming
         from messaging.insights.registry import activity_sources, campaign_directories, upcoming_providers
 
-        activity_sources.register(SOURCE, key=SOURCE.name)
+        for source in (SOURCE, NOT_SENT_SOURCE):
+            activity_sources.register(source, key=source.name)
         upcoming_providers.register(campaigns_upcoming, key="campaigns")
         campaign_directories.register(Directory())

@@ -72,6 +72,12 @@ class Campaign(models.Model):
     bounced_count = models.PositiveIntegerField(default=0)
     complained_count = models.PositiveIntegerField(default=0)
     unsubscribed_count = models.PositiveIntegerField(default=0)
+    # The part of the audience the campaign was not sent to, why, and when that was decided: a scheduled start
+    # refused by the monthly cap (the whole audience), or a fan-out cut short at the cap (the rest of it). Cleared
+    # when the campaign starts again.
+    not_sent_count = models.PositiveIntegerField(default=0)
+    not_sent_reason = models.CharField(max_length=255, blank=True)
+    not_sent_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 

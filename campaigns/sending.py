@@ -34,17 +34,19 @@ from campaigns.selectors import campaign_audience
 from campaigns.services import require_editable
 from core.commit import after_commit
 from core.db import locked
-from core.errors import BadRequest, Conflict, ErrorCode, Forbidden, ValidationFailed
+from core.errors import BadRequest, BillingLimitExceeded, Conflict, ErrorCode, Forbidden, ValidationFailed
 from core.time import iso
 from messaging.content.services import content_check
 from messaging.models import Email
 from messaging.sending.services import (
+    BLOCKED_REASON,
     CAMPAIGN,
     Address,
     Recipient,
     SendContent,
     email_send_test,
     emails_allowance_check,
+    emails_allowance_hold,
     emails_cancel,
     emails_queue,
 )
@@ -87,17 +89,23 @@ def _publish(job_id) -> None:
     campaign_fan_out_task.delay(str(job_id))
 
 
-def _start(campaign: Campaign, *, now: datetime) -> None:
+_NOT_SENT_FIELDS = ["not_sent_count", "not_sent_reason", "not_sent_at"]
+
+
+def _start(campaign: Campaign, *, now: datetime, audience: int) -> None:
     """SENDING from now, with its fan-out job (published once the caller's transaction commits). The row is the
-    caller's, locked."""
+    caller's, locked; `audience` its audience counted now, for the job's progress (the emails created replace it
+    when the fan-out ends). What an earlier attempt left unsent is forgotten: this one starts afresh."""
     job = job_create(project=campaign.project, type=JOB_TYPE, params={"campaignId": str(campaign.id)})
     campaign.status = CampaignStatus.SENDING
     campaign.sent_at = now
     campaign.job = job
-    # The audience now, for the job's progress; the emails created replace it when the fan-out ends.
-    campaign.total_recipients = campaign_audience(campaign=campaign, now=now).count()
+    campaign.total_recipients = audience
+    campaign.not_sent_count, campaign.not_sent_reason, campaign.not_sent_at = 0, "", None
     campaign.updated_at = now
-    campaign.save(update_fields=["status", "sent_at", "job", "total_recipients", "scheduled_for", "updated_at"])
+    campaign.save(
+        update_fields=["status", "sent_at", "job", "total_recipients", "scheduled_for", "updated_at", *_NOT_SENT_FIELDS]
+    )
     # A publish lost with the broker is published again by the stalled-jobs sweeper.
     after_commit(lambda: _publish(job.id), what=f"publish the fan-out job {job.id} (the stalled-jobs sweeper will)")
 
@@ -125,12 +133,41 @@ def campaign_send(*, campaign: Campaign, scheduled_for=None) -> tuple[Campaign, 
         campaign.save(update_fields=["status", "scheduled_for", "scheduled_at", "updated_at"])
         return campaign, f"Campaign scheduled for {iso(when)}"
     campaign.scheduled_for = None
-    _start(campaign, now=now)
+    _start(campaign, now=now, audience=audience)
     return campaign, "Campaign is being sent"
 
 
+def _not_sent(campaign: Campaign, *, count: int, now: datetime, nothing_sent: bool) -> None:
+    """Record on the locked row that `count` of the audience get no email because of the monthly cap. A campaign
+    that sent nothing at all is a DRAFT again, its schedule cleared, as a cancel leaves one: it can be sent once the
+    cap allows."""
+    campaign.not_sent_count, campaign.not_sent_reason, campaign.not_sent_at = count, BLOCKED_REASON, now
+    fields = [*_NOT_SENT_FIELDS, "updated_at"]
+    if nothing_sent:
+        campaign.status, campaign.scheduled_for, campaign.sent_at = CampaignStatus.DRAFT, None, None
+        fields += ["status", "scheduled_for", "sent_at"]
+    campaign.updated_at = now
+    campaign.save(update_fields=fields)
+
+
+def _start_due(campaign: Campaign, *, now: datetime) -> bool:
+    """Start a due campaign, checking the cap again: its audience may have grown since it was scheduled (a PUT,
+    new contacts) and the month's usage too. When the audience no longer fits what is left, nothing is sent and the
+    campaign says why (`_not_sent`), as a send asked for now would have been refused (429)."""
+    audience = campaign_audience(campaign=campaign, now=now).count()
+    try:
+        emails_allowance_check(project=campaign.project, source=Email.Source.CAMPAIGN, count=audience)
+    except BillingLimitExceeded as refused:
+        logger.warning("Scheduled campaign %s not started: %s", campaign.id, refused)
+        _not_sent(campaign, count=audience, now=now, nothing_sent=True)
+        return False
+    _start(campaign, now=now, audience=audience)
+    return True
+
+
 def campaigns_start_due(*, limit: int = 100) -> int:
-    """Start the SCHEDULED campaigns whose time has come (all projects), soonest first; returns how many."""
+    """Start the SCHEDULED campaigns whose time has come (all projects), soonest first; returns how many started
+    (a campaign the cap no longer allows is left unsent, with why)."""
     now = timezone.now()
     due = Campaign.objects.filter(status=CampaignStatus.SCHEDULED, scheduled_for__lte=now)
     started = 0
@@ -138,8 +175,7 @@ def campaigns_start_due(*, limit: int = 100) -> int:
         with transaction.atomic():
             # Claimed under its lock and re-checked: another run holding it, or a cancel meanwhile, leaves it.
             for campaign in locked(due.select_related("project", "segment").filter(pk=campaign_id), skip_locked=True):
-                _start(campaign, now=now)
-                started += 1
+                started += _start_due(campaign, now=now)
     return started
 
 
@@ -180,10 +216,26 @@ def _fan_out(job: Job, report: Report) -> dict:
         with transaction.atomic():
             if not _still_sending(campaign, job):
                 return {"queued": queued, "stopped": True}
-            recipients = [Recipient(email=email, contact_id=contact_id) for contact_id, email in contacts]
-            emails_queue(project=campaign.project, content=content, recipients=recipients, policy=CAMPAIGN)
-            after, queued = contacts[-1][1], queued + len(contacts)
+            # What the monthly cap leaves, with the count held until this batch commits: campaigns fanning out
+            # together take it one batch at a time, and none queues past it.
+            room = emails_allowance_hold(project=campaign.project, source=Email.Source.CAMPAIGN, count=len(contacts))
+            if room:
+                recipients = [Recipient(email=email, contact_id=contact_id) for contact_id, email in contacts[:room]]
+                emails_queue(project=campaign.project, content=content, recipients=recipients, policy=CAMPAIGN)
+                after, queued = contacts[room - 1][1], queued + room
+            if room < len(contacts):
+                return {"queued": queued, "notSent": _cut(campaign, audience, after)}
             report(min(99, queued * 100 // total), {"queued": queued}, {"after": after, "queued": queued})
+
+
+def _cut(campaign: Campaign, audience, after: str | None) -> int:
+    """The fan-out stops at the cap: the audience after `after` (the last contact queued) is recorded as not sent,
+    in the batch's transaction; returns how many that is."""
+    rest = (audience.filter(email__gt=after) if after is not None else audience).count()
+    nothing_sent = not Email.objects.filter(campaign_id=campaign.id).exists()
+    _not_sent(campaign, count=rest, now=timezone.now(), nothing_sent=nothing_sent)
+    logger.warning("Campaign %s stopped at the monthly cap: %s of its audience not sent", campaign.id, rest)
+    return rest
 
 
 def campaign_fan_out(*, job_id) -> None:

@@ -132,6 +132,8 @@ class CampaignStats:
     bounced_count: int
     complained_count: int
     unsubscribed_count: int
+    not_sent_count: int
+    not_sent_reason: str
     open_rate: float
     click_rate: float
     bounce_rate: float
@@ -143,11 +145,14 @@ def _rate(part: int, sent: int) -> float:
 
 
 def campaign_stats(*, campaign: Campaign) -> CampaignStats:
-    """`GET /campaigns/:id/stats`: the counters, and rates in percent of the emails sent."""
+    """`GET /campaigns/:id/stats`: the counters, what the monthly cap kept the campaign from, and rates in percent of
+    the emails sent."""
     sent = campaign.sent_count
     return CampaignStats(
         total_recipients=campaign.total_recipients,
         **{counter: getattr(campaign, counter) for counter in COUNTERS},
+        not_sent_count=campaign.not_sent_count,
+        not_sent_reason=campaign.not_sent_reason,
         open_rate=_rate(campaign.opened_count, sent),
         click_rate=_rate(campaign.clicked_count, sent),
         bounce_rate=_rate(campaign.bounced_count, sent),

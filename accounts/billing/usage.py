@@ -12,7 +12,8 @@
 4. A send that takes a category past 80 % of its cap leaves one warning per month (`UsageWarning`).
 
 The check reads before the write: sends racing at the very edge of a cap can pass it by the number of requests in
-flight together (docs/billing.md).
+flight together (docs/billing.md). A campaign's fan-out cannot: each batch takes the month's counter under a lock
+(`allowance_hold`) and queues only what is left, so campaigns fanning out together stop at the cap.
 """
 
 import random
@@ -56,6 +57,10 @@ class Allowance:
     month: date
     limit: int | None
     usage: int | None  # before this send; not read (None) without a cap
+
+    def room(self, count: int) -> int:
+        """How many of `count` more emails fit under the cap (all of them without one)."""
+        return count if self.limit is None else max(0, min(count, self.limit - self.usage))
 
     def exceeded_by(self, count: int) -> bool:
         return self.limit is not None and self.usage + count > self.limit
@@ -120,6 +125,24 @@ _UPSERT = (
     "INSERT INTO billing_usagecounter (project_id, category, month, shard, count) {values} "
     "ON CONFLICT (project_id, category, month, shard) DO UPDATE SET count = billing_usagecounter.count + excluded.count"
 )
+
+
+# The month's first shard, created at 0 or updated to itself: either way its row is locked until the transaction ends.
+_HOLD = _UPSERT.format(values="VALUES (%(usage_project)s, %(usage_category)s, %(usage_month)s, 0, 0)")
+
+
+def allowance_hold(*, project: Project, category: str, now: datetime) -> Allowance:
+    """`allowance_read` for a caller that, in the same transaction, queues only what the cap leaves room for (a
+    campaign's fan-out batch). With a cap, the month's first counter shard is locked first and the usage read after
+    the lock is held, so two holders read one after the other, the second with what the first counted: a read then
+    a write that no other holder can come between. The lock lasts until the caller's transaction ends."""
+    allowance = allowance_read(project=project, category=category, now=now)
+    if allowance.limit is None:
+        return allowance
+    params = {**_counter_params(allowance, 0), "usage_shard": 0}
+    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+        execute_prepared(cursor, _HOLD, params)
+    return allowance_read(project=project, category=category, now=now)
 
 
 _COUNTER_ROW = "SELECT %(usage_project)s, %(usage_category)s, %(usage_month)s, %(usage_shard)s, %(usage_count)s"

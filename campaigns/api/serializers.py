@@ -43,6 +43,9 @@ class CampaignCountersSerializer(OutputSerializer):
     bouncedCount = serializers.IntegerField(source="bounced_count")
     complainedCount = serializers.IntegerField(source="complained_count")
     unsubscribedCount = serializers.IntegerField(source="unsubscribed_count")
+    # The part of the audience the monthly cap kept the campaign from, and why ("" while there is none).
+    notSentCount = serializers.IntegerField(source="not_sent_count")
+    notSentReason = serializers.CharField(source="not_sent_reason")
 
 
 class CampaignOutputSerializer(TemplateOutputSerializer, CampaignCountersSerializer):

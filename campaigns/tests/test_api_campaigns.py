@@ -14,7 +14,7 @@ KEYS = {
     "id", "name", "description", "subject", "body", "from", "fromName", "replyTo", "type", "projectId", "createdAt",
     "updatedAt", "status", "audienceType", "audienceCondition", "segmentId", "segment", "scheduledFor",
     "totalRecipients", "sentCount", "deliveredCount", "openedCount", "clickedCount", "bouncedCount",
-    "complainedCount", "unsubscribedCount", "sentAt",
+    "complainedCount", "unsubscribedCount", "notSentCount", "notSentReason", "sentAt",
 }  # fmt: skip
 
 

@@ -163,6 +163,8 @@ def test_counters_kept_from_events_equal_a_recount(
         "bouncedCount": 1,
         "complainedCount": 1,
         "unsubscribedCount": 1,
+        "notSentCount": 0,
+        "notSentReason": "",
         "openRate": 33.33,
         "clickRate": 16.67,
         "bounceRate": 16.67,

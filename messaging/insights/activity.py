@@ -39,6 +39,7 @@ ACTIVITY_TYPES = (
     "contact.unsubscribed",
     "campaign.scheduled",
     "campaign.sent",
+    "campaign.not_sent",
     "workflow.started",
     "workflow.completed",
     "workflow.refused",

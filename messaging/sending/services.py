@@ -40,6 +40,8 @@ from messaging.vocabulary import Address
 
 logger = logging.getLogger(__name__)
 OPT_OUT_TYPES = (EmailType.MARKETING, EmailType.HEADLESS)
+# Why mail was not sent because of the monthly cap: a workflow's FAILED email, the unsent part of a campaign.
+BLOCKED_REASON = usage.BLOCKED_REASON
 # The billing category each source counts in; test sends count in none (docs/billing.md).
 CATEGORY_OF_SOURCE = {
     Email.Source.API: Category.TRANSACTIONAL,
@@ -251,8 +253,10 @@ class OnCap(StrEnum):
     """What a send past the monthly cap of its billing category does."""
 
     REFUSE = "refuse"  # 429 BILLING_LIMIT_EXCEEDED, nothing stored
-    FAIL = "fail"  # stored FAILED `Billing limit exceeded`, neither queued nor counted: the caller goes on
-    COUNT = "count"  # stored and counted: the cap was checked before (a campaign, when it was sent)
+    # The recipients within the cap are queued; each one past it is stored FAILED `Billing limit exceeded`, neither
+    # queued nor counted, and the caller goes on.
+    FAIL = "fail"
+    COUNT = "count"  # stored and counted: the caller took its room first (a campaign's batch, `emails_allowance_hold`)
 
 
 @dataclass(frozen=True)
@@ -315,7 +319,9 @@ def emails_queue(
     domain = sender_domain_for(project=project, address=content.sender.email)
     now = timezone.now()
     allowance = _allowance(project, content.source, now)
-    blocked = policy.on_cap != OnCap.COUNT and allowance is not None and allowance.exceeded_by(len(recipients))
+    # How many recipients, in order, the cap leaves room for; with `FAIL`, the rest get a FAILED email each.
+    fits = len(recipients) if allowance is None or policy.on_cap == OnCap.COUNT else allowance.room(len(recipients))
+    blocked = fits < len(recipients)
     if blocked and policy.on_cap == OnCap.REFUSE:
         allowance.check(len(recipients))
     if policy.contacts == Contacts.UPSERT:
@@ -346,13 +352,15 @@ def emails_queue(
             _queued(project, content, recipient, policy, domain.name, bundle, now, subscribed, data, email_id)
             for recipient in recipients
         ]
-        if blocked:
-            for item in queued:
-                item.email.status, item.email.last_error = Email.Status.FAILED, usage.BLOCKED_REASON
+        for item in queued[fits:]:
+            item.email.status, item.email.last_error = Email.Status.FAILED, BLOCKED_REASON
         emails = [item.email for item in queued]
-        inserted = insert_prepared(emails, ignore_conflicts=policy.contacts == Contacts.EXISTING)
+        # Inserted apart, so that only the rows within the cap are counted (a row already stored is left out).
+        ignore_conflicts = policy.contacts == Contacts.EXISTING
+        inserted = insert_prepared(emails[:fits], ignore_conflicts=ignore_conflicts)
+        insert_prepared(emails[fits:], ignore_conflicts=ignore_conflicts)
         deliver = [email.id for email in emails if email.status == Email.Status.QUEUED]
-        _store(None if blocked else allowance, inserted, deliver, now, bulk=policy.bulk)
+        _store(allowance, inserted, deliver, now, bulk=policy.bulk)
     return queued
 
 
@@ -466,6 +474,17 @@ def emails_allowance_check(*, project: Project, source: str, count: int) -> None
     allowance = _allowance(project, source)
     if allowance is not None:
         allowance.check(count)
+
+
+def emails_allowance_hold(*, project: Project, source: str, count: int) -> int:
+    """How many of `count` more emails of `source` fit this month under the project's cap of its category (all of
+    them without a cap), read with the category's counter locked until the caller's transaction ends
+    (`usage.allowance_hold`): a campaign's fan-out batch queues that many with the `CAMPAIGN` policy in the same
+    transaction, and the next batch of any of the project's campaigns reads usage with them counted."""
+    category = CATEGORY_OF_SOURCE.get(source)
+    if category is None:
+        return count
+    return usage.allowance_hold(project=project, category=category, now=timezone.now()).room(count)
 
 
 def _deferred_content_store(project: Project, content: SendContent, now) -> None:

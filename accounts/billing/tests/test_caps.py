@@ -125,6 +125,50 @@ def test_a_workflow_email_over_the_cap_is_stored_failed_and_not_counted(project,
     assert usage_by_category(project=project.project)["workflows"] == 1 == recount(project.project, "workflow")
 
 
+def test_workflow_emails_past_the_cap_fail_alone_and_the_executions_go_on(
+    project, secret_client, public_client, committed, smtp_sink
+):
+    """Through the engine: three executions handed over together under a workflows cap of two send two emails; the
+    third is stored FAILED `Billing limit exceeded`, uncounted, and every execution completes. A later execution,
+    started by a tracked event, fails its email the same way and completes."""
+    from contacts.models import Contact
+    from messaging.models import Template
+    from workflows.engine import executions_advance
+    from workflows.models import WorkflowExecution
+    from workflows.tests.conftest import Api
+
+    billing_limits_update(project=project.project, changes={"workflows": 2})
+    api = Api(secret_client)
+    template = Template.objects.create(
+        project=project.project, name="Welcome", subject="Hi", body="<p>Hi</p>", from_email="hello@alice.test"
+    )
+    workflow = api.workflow(event="signup")
+    api.step(workflow, "SEND_EMAIL", {"templateId": str(template.id)}, name="Mail")
+    api.enable(workflow)
+    contacts = [Contact.objects.create(project=project.project, email=f"{name}@example.com") for name in "abc"]
+    ids = [api.start(workflow, contact)["id"] for contact in contacts]  # not committed: one task runs them all
+
+    assert committed(lambda: executions_advance(execution_ids=ids)) == 3
+
+    emails = Email.objects.filter(project=project.project, source=Email.Source.WORKFLOW)
+    assert sorted(emails.values_list("status", "last_error")) == [
+        ("FAILED", "Billing limit exceeded"),
+        ("SENT", ""),
+        ("SENT", ""),
+    ]
+    assert len(smtp_sink.received) == 2
+    assert set(WorkflowExecution.objects.values_list("status", flat=True)) == {"COMPLETED"}
+    assert usage_by_category(project=project.project)["workflows"] == 2 == recount(project.project, "workflow")
+
+    body = {"email": "d@example.com", "event": "signup"}
+    assert committed(lambda: public_client.post("/v1/track", body, format="json")).status_code == 200
+    latest = emails.get(to_email="d@example.com")
+    assert (latest.status, latest.last_error) == ("FAILED", "Billing limit exceeded")
+    assert WorkflowExecution.objects.get(contact__email="d@example.com").status == "COMPLETED"
+    assert len(smtp_sink.received) == 2
+    assert usage_by_category(project=project.project)["workflows"] == 2
+
+
 def test_counters_equal_a_recount_after_a_mix_of_sends(
     send,
     project,
