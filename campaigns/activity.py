@@ -9,6 +9,7 @@ from django.db.models import Case, Count, F, Q, QuerySet, When
 
 from accounts.models import Project
 from campaigns.models import Campaign, CampaignStatus
+from campaigns.selectors import campaigns_with_recipients
 from core.time import iso
 from messaging.insights.registry import (
     ActivityFilters,
@@ -36,6 +37,12 @@ _SHOWN = (
     "not_sent_count",
     "not_sent_reason",
     "not_sent_at",
+    # What a scheduled campaign's audience is counted from (`campaigns_with_recipients`).
+    "project_id",
+    "type",
+    "audience_type",
+    "audience_condition",
+    "segment_id",
 )
 
 
@@ -86,6 +93,8 @@ SOURCE = ActivitySource(
     timestamp_field="activity_at",
     item=_item,
     present_types=_present_types,
+    # A scheduled campaign's audience is counted when it is shown, as the campaign itself shows it.
+    prepare=campaigns_with_recipients,
 )
 
 

@@ -20,6 +20,13 @@ def test_feed_upcoming_and_analytics(secret_client, other_client, send, create_c
     feed = secret_client.get("/activity", {"types": "campaign.scheduled,campaign.sent"}).json()
     items = [(item["type"], item["metadata"]["name"]) for item in feed["data"]]
     assert items == [("campaign.sent", "Launch"), ("campaign.scheduled", "Later")]
+    # The scheduled campaign counts its audience as the campaign itself shows it (its emails are not made yet).
+    scheduled = feed["data"][1]["metadata"]
+    assert (
+        scheduled["totalRecipients"]
+        == secret_client.get(f"/campaigns/{later['id']}").json()["data"]["totalRecipients"]
+        == 3
+    )
     sent = feed["data"][0]
     assert sent["id"] == launch["id"] and sent["contactId"] is None
     assert sent["metadata"]["status"] == "SENT" and sent["metadata"]["totalRecipients"] == 3

@@ -172,7 +172,8 @@ def activity_feed(*, project: Project, filters: ActivityFilters, limit: int, cur
         if after is not None:
             timestamp, pk = after
             page = page.filter(Q(**{f"{field}__lt": timestamp}) | Q(**{field: timestamp, "pk__lt": pk}))
-        items += [source.item(row) for row in page.order_by(f"-{field}", "-pk")[: limit + 1]]
+        rows = list(page.order_by(f"-{field}", "-pk")[: limit + 1])
+        items += [source.item(row) for row in (source.prepare(rows) if source.prepare else rows)]
         if after is None:
             total += queryset.count()
     items.sort(key=lambda item: (item.timestamp, item.id), reverse=True)

@@ -57,7 +57,8 @@ class ActivitySource:
     `queryset(project, filters)` returns the project's matching rows, or None when the filters exclude the whole
     source; the feed orders it by (`timestamp_field`, pk) descending and pages through it by keyset, so that pair
     must be indexed with the project. `item(row)` turns a row into an `ActivityItem` whose id is the row's pk.
-    `present_types(project)` says which of `types` the project has at least one item of.
+    `present_types(project)` says which of `types` the project has at least one item of. `prepare(rows)`, when
+    given, completes a page's rows at once before they become items (figures read for the page, not per row).
     """
 
     name: str
@@ -66,6 +67,7 @@ class ActivitySource:
     timestamp_field: str
     item: Callable[[Any], ActivityItem]
     present_types: Callable[[Project], Iterable[str]]
+    prepare: Callable[[list], list] | None = None
 
 
 @dataclass(frozen=True)
