@@ -157,7 +157,8 @@ def _send_to_contacts(claims: list[Claim]) -> list[Outcome]:
 
 def _send_email(claim: Claim) -> Outcome:
     """SEND_EMAIL to a CUSTOM recipient, through the one send path, keyed by the step execution's id as
-    `_send_to_contacts` keys its emails. The address gets the contact's variables."""
+    `_send_to_contacts` keys its emails. The address gets the contact's variables: its data, and its `id`, `email`
+    and `subscribed` (the email is about the contact, not to it)."""
     email_id = claim.step_execution.id
     existing = None if claim.resume is None else Email.objects.filter(id=email_id).values("to_email", "status").first()
     if existing is None:
@@ -171,6 +172,7 @@ def _send_email(claim: Claim) -> Outcome:
             data={key: {"value": value, "persistent": False} for key, value in transient.items()},
             email_id=email_id,
             policy=WORKFLOW_ADDRESS,
+            about=_contact(claim),
         )
         existing = {"to_email": queued.email.to_email, "status": queued.email.status}
     return _sent(email_id, existing["to_email"], existing["status"])

@@ -60,6 +60,7 @@ def personalize(
     variables: dict,
     attachment_bytes: int = 0,
     text: str | None = None,
+    about=None,
 ) -> Personal:
     """The recipient's subject, body and, when the sender wrote one, text part (rendered as the subject is, not
     escaped). Content that does not parse falls back to plain substitution; content that this recipient's data
@@ -73,10 +74,12 @@ def personalize(
     links = (
         system_links(contact_id=contact_id, email_id=email_id) if contact_id and named else dict.fromkeys(PAGES, "#")
     )
+    # An email about another contact (a workflow's mail to a CUSTOM address) names that contact in its `id`, `email`
+    # and `subscribed`; its links stay the recipient's own.
     scope = rendering.template_scope(
-        contact_id=str(contact_id) if contact_id else "",
-        email=to_email,
-        subscribed=subscribed,
+        contact_id=str(about.id if about else contact_id or ""),
+        email=about.email if about else to_email,
+        subscribed=about.subscribed if about else subscribed,
         data=variables,
         links=links,
     )

@@ -123,6 +123,7 @@ def _email_row(
     now,
     fail_refused: bool = False,
     email_id: uuid.UUID | None = None,
+    about: Contact | None = None,
 ) -> Email:
     """One recipient's email row, personalized; content that this recipient's data pushes past a rendering limit
     or the size cap is refused (422), or with `fail_refused` gives a FAILED row saying why (a batch goes on without
@@ -144,6 +145,7 @@ def _email_row(
             variables=variables,
             attachment_bytes=bundle.total_bytes if bundle else 0,
             text=content.text,
+            about=about,
         )
     except ValidationFailed as refused:
         if not fail_refused:
@@ -202,6 +204,7 @@ def _queue_single(
     allowance: usage.Allowance | None,
     email_id: uuid.UUID | None,
     policy: "Policy",
+    about: Contact | None,
 ) -> Queued | None:
     """One recipient without attachments or a subscription change, in two statements and no transaction: read the
     contact, render, then write contact, email and the usage count together if the contact is still as read. None,
@@ -223,6 +226,7 @@ def _queue_single(
         now=timezone.now(),
         fail_refused=not policy.refuse,
         email_id=email_id,
+        about=about,
     )
     if not policy.refuse:
         _opted_out(email, contact, content)
@@ -305,6 +309,7 @@ def emails_queue(
     subscribed: bool | None = None,
     data: dict | None = None,
     email_id: uuid.UUID | None = None,
+    about: Contact | None = None,
 ) -> list[Queued]:
     """The one way into the send path: queue one email per recipient, in order, as `policy` says; returns each
     recipient's contact and email row (none for rows rendered at delivery). Atomic: a send that is refused writes
@@ -312,7 +317,8 @@ def emails_queue(
 
     `recipients` are `Address`es (upserted as contacts, or none for a test) or `Recipient`s (existing contacts).
     With upserted contacts, `data` and `subscribed` apply to each, and `email_id` keys the row of a single
-    recipient. An email that delivery would not send is stored as it stands (FAILED or SUPPRESSED, with why) and
+    recipient; `about`, a contact the email is about that is not its recipient (a workflow's mail to a CUSTOM
+    address), gives the template its `id`, `email` and `subscribed`. An email that delivery would not send is stored as it stands (FAILED or SUPPRESSED, with why) and
     not handed over."""
     if not recipients:
         return []
@@ -338,6 +344,7 @@ def emails_queue(
                 allowance=allowance,
                 email_id=email_id,
                 policy=policy,
+                about=about,
             )
             if single is not None:
                 return [single]
@@ -349,7 +356,7 @@ def emails_queue(
     with transaction.atomic():
         bundle = _bundle(project, content.attachments)
         queued = [
-            _queued(project, content, recipient, policy, domain.name, bundle, now, subscribed, data, email_id)
+            _queued(project, content, recipient, policy, domain.name, bundle, now, subscribed, data, email_id, about)
             for recipient in recipients
         ]
         for item in queued[fits:]:
@@ -375,6 +382,7 @@ def _queued(
     subscribed: bool | None,
     data: dict | None,
     email_id: uuid.UUID | None,
+    about: Contact | None,
 ) -> Queued:
     """One recipient's row, rendered now, with its contact upserted, given or none, as the policy says."""
     if policy.contacts == Contacts.EXISTING:
@@ -405,6 +413,7 @@ def _queued(
         now=now,
         fail_refused=not policy.refuse,
         email_id=email_id,
+        about=about,
     )
     if not policy.refuse:
         _opted_out(email, contact, content)

@@ -446,7 +446,8 @@ def test_a_batch_of_two_projects_sends_each_its_own_email_from_its_own_template(
 
 def test_a_custom_recipient_gets_the_contacts_variables(api, project, contact, start, smtp_sink):
     template = Template.objects.create(
-        project=project.project, name="Alert", subject="{{ plan }} signup", body="<p>x</p>",
+        project=project.project, name="Alert", subject="{{ plan }} signup",
+        body="<p>{{ email }} ({{ id }}, subscribed: {{ subscribed }}) signed up</p>",
         from_email="hello@alice.test", type=EmailType.TRANSACTIONAL,
     )  # fmt: skip
     workflow = api.workflow()
@@ -460,6 +461,8 @@ def test_a_custom_recipient_gets_the_contacts_variables(api, project, contact, s
     email = Email.objects.get()
     assert (email.to_email, email.subject) == ("ops@alice.test", "pro signup")
     assert [message.rcpt_tos for message in smtp_sink.received] == [["ops@alice.test"]]
+    # The email is about the contact: its address, id and subscription, not the recipient's.
+    assert f"{contact.email} ({contact.id}, subscribed: true) signed up" in email.html
 
 
 def test_marketing_to_an_unsubscribed_contact_is_stored_suppressed_and_the_execution_goes_on(
