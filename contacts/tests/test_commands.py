@@ -130,7 +130,8 @@ def test_export_in_small_batches_and_of_a_segment(project, secret_client, other_
     rows = exported("--project", str(project.id), "--segment", segment["id"])
     assert [row[0] for row in rows[1:]] == ["c1@example.test", "c3@example.test", "c5@example.test"]
     output = tmp_path / "all.csv"
-    exported("--project", str(project.id), "--output", str(output))
+    # The CSV goes to the file, and the command says how many rows went there.
+    assert exported("--project", str(project.id), "--output", str(output)) == [[f"Wrote 7 contact(s) to {output}"]]
     assert len(output.read_text().splitlines()) == 8
     theirs = create(other_client, name="Theirs").json()
     with pytest.raises(CommandError, match=f'Segment "{theirs["id"]}" not found'):

@@ -65,6 +65,11 @@ def test_all_includes_verified_domains_and_the_second_run_agrees(project, dns_zo
     second = json.loads(check("--project", str(project.id), "--all", "--json")[1])
     assert {e["domain"]: e["status"] for e in first} == {"alice.test": "verified", "ok.example": "verified"}
     assert first == second
+    assert {e["domain"]: e["verifiedBy"] for e in first} == {"alice.test": "operator", "ok.example": "dns"}
+    # In words: why a domain whose DKIM record is missing still counts as verified.
+    text = check("--project", str(project.id), "--all")[1]
+    assert "alice.test" in text and "dkim" in text and "invalid (required)" in text
+    assert "verified by an operator: its records are checked, but one missing never demotes it" in text
 
 
 def test_no_pending_domain_is_nothing_to_do(project, dns_server):

@@ -15,7 +15,8 @@ class Command(OperatorCommand):
     json_option = dry_run_option = progress_option = True
 
     def add_arguments(self, parser):
-        parser.add_argument("--status", choices=[Email.Status.FAILED], default=Email.Status.FAILED)
+        # Only failed emails go again: a sent one would reach its recipient twice.
+        parser.add_argument("--status", choices=[Email.Status.FAILED.value], default=Email.Status.FAILED.value)
         parser.add_argument("--since", type=duration, required=True, help="How far back: 30m, 24h, 7d")
         super().add_arguments(parser)
 

@@ -41,10 +41,15 @@ class Command(OperatorCommand):
             writer = csv_writer(stream)
             writer.writerow([*EXPORT_COLUMNS, *keys])
             total = contacts.count() if self.progress_shown() else None
+            written = 0
             with self.progress(total=total, desc="contacts") as bar:
                 for row in contacts_export_rows(contacts=contacts, keys=keys):
                     writer.writerow(row)
+                    written += 1
                     bar.update(1)
         finally:
             if output:
                 stream.close()
+        if output:
+            # stdout is free when the CSV went to a file: say what went where.
+            self.stdout.write(f"Wrote {written} contact(s) to {output}")
