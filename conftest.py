@@ -236,12 +236,21 @@ def soft_time_limit():
 
 @pytest.fixture
 def real_broker():
-    """Tasks go to the configured broker for real workers (`config.tests.processes.celery_worker`), not run eagerly."""
+    """Tasks go to the configured broker for real workers (`config.tests.processes.celery_worker`), not run eagerly.
+    Its queues are emptied before and after: a task an earlier test left there would reach this test's worker."""
     from config.celery import app
+    from config.queues import QUEUES
 
+    def purge() -> None:
+        with app.connection_for_write() as connection:
+            for queue in QUEUES:
+                connection.default_channel.queue_purge(queue)
+
+    purge()
     app.conf.task_always_eager = False
     yield
     app.conf.task_always_eager = True
+    purge()
 
 
 @pytest.fixture
