@@ -241,8 +241,10 @@ def real_broker():
     from config.celery import app
     from config.queues import QUEUES
 
+    url = app.conf.broker_url  # the run's broker: a test may point the app at one of its own meanwhile
+
     def purge() -> None:
-        with app.connection_for_write() as connection:
+        with app.connection_for_write(url) as connection:
             for queue in QUEUES:
                 connection.default_channel.queue_purge(queue)
 
