@@ -10,13 +10,13 @@ sees it at once (it drops its copy) and the others within that many seconds.
 
 import logging
 import threading
-import time
 import uuid
 from dataclasses import dataclass, field
 
-from django.conf import settings
-from django.core.cache import cache
+from django.core.cache import cache, caches
+from django.db.models import Count, Max
 
+from core.cache import redis_client
 from core.commit import after_commit
 from workflows.models import StepType, TriggerType, Workflow, WorkflowStep
 
@@ -33,7 +33,6 @@ class ProjectTriggers:
     triggers: dict[str, list[Trigger]] = field(default_factory=dict)
     waited: frozenset[str] = frozenset()
     version: str | None = None
-    checked_at: float = 0.0
 
 
 logger = logging.getLogger(__name__)
@@ -81,30 +80,38 @@ def _load(project_id, version: str | None) -> ProjectTriggers:
         triggers=triggers,
         waited=frozenset(name for name in waited if name),
         version=version,
-        checked_at=time.monotonic(),
     )
 
 
+def _shared_version(project_id) -> str:
+    version = cache.get(_version_key(project_id))
+    if version is None:
+        # A cold or flushed cache: start a token, so every process reloads once and then agrees.
+        version = uuid.uuid4().hex
+        if not cache.add(_version_key(project_id), version, timeout=None):
+            version = cache.get(_version_key(project_id))
+    return version
+
+
+def _rows_version(project_id) -> str:
+    # A deleted workflow lowers the count; every other change of a workflow or its steps moves its `updated_at`.
+    rows = Workflow.objects.filter(project_id=project_id).aggregate(count=Count("id"), last=Max("updated_at"))
+    return f"{rows['count']}:{rows['last'].isoformat() if rows['last'] else ''}"
+
+
 def project_triggers(project_id) -> ProjectTriggers:
-    """This process's copy of the project's triggers and waited-for event names, checked against the version token
-    at most every `WORKFLOW_TRIGGER_CACHE_SECONDS`."""
+    """This process's copy of the project's triggers and waited-for event names, reloaded when the project's version
+    differs from the copy's."""
     copy = _copies.get(project_id)
-    now = time.monotonic()
-    if copy is not None and now - copy.checked_at < settings.WORKFLOW_TRIGGER_CACHE_SECONDS:
-        return copy
     try:
-        version = cache.get(_version_key(project_id))
-        if version is None:
-            # A cold or flushed cache: start a token, so every process reloads once and then agrees.
-            version = uuid.uuid4().hex
-            if not cache.add(_version_key(project_id), version, timeout=None):
-                version = cache.get(_version_key(project_id))
+        version = (
+            _shared_version(project_id) if redis_client(caches["default"]) is not None else _rows_version(project_id)
+        )
     except Exception:
         # Without the cache no token can be trusted: read the database (correct, slower) until it is back.
         logger.warning("Workflow triggers of project %s read without the cache", project_id, exc_info=True)
         return _load(project_id, None)
     if copy is not None and copy.version == version:
-        copy.checked_at = now
         return copy
     with _lock:
         copy = _load(project_id, version)

@@ -603,9 +603,6 @@ WORKFLOW_STEP_LEASE_SECONDS = env.float("WORKFLOW_STEP_LEASE_SECONDS", default=3
 # An execution handed to the broker whose task has not come this many seconds later lost it (broker down, process
 # killed): the sweep publishes it again. A duplicate task finds nothing to claim.
 WORKFLOW_PUBLISH_GRACE_SECONDS = env.float("WORKFLOW_PUBLISH_GRACE_SECONDS", default=60)
-# How long a process trusts its copy of a project's triggers before asking the cache whether they changed (a change
-# is seen at once by the process that made it, by the others within this many seconds).
-WORKFLOW_TRIGGER_CACHE_SECONDS = env.float("WORKFLOW_TRIGGER_CACHE_SECONDS", default=1.0)
 # A DELAY or timeout ending within this many seconds also gets a broker task due at that moment (promptness); later
 # ones are left to the periodic sweep alone (every 15 s), so the broker never holds long countdowns.
 WORKFLOW_ETA_MAX_SECONDS = env.int("WORKFLOW_ETA_MAX_SECONDS", default=900)
