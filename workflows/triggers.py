@@ -1,11 +1,15 @@
-"""Which events concern a project's workflows, known without a query on the tracking path.
+"""Which events concern a project's workflows, known cheaply on the tracking path.
 
 Every recorded event passes through `on_events_recorded`; most concern no workflow, and for those the answer must
-cost nothing measurable. Each process keeps, per project, the enabled EVENT triggers by event name and the event
-names its WAIT_FOR_EVENT steps wait for (`ProjectTriggers`). A version token per project in the cache says when that
-copy is stale: every change of a workflow or a step replaces it after its commit (`triggers_changed`). A process
-trusts its copy for `WORKFLOW_TRIGGER_CACHE_SECONDS` before comparing tokens, so the process that made a change
-sees it at once (it drops its copy) and the others within that many seconds.
+cost next to nothing. Each process keeps, per project, the enabled EVENT triggers by event name and the event names
+its WAIT_FOR_EVENT steps wait for (`ProjectTriggers`), and compares the copy's version with the project's before each
+batch of events, so that an event recorded after a change was answered sees it, in whichever process:
+
+- with Redis as the cache, the version is a token that every change of a workflow or a step replaces after its
+  commit (`triggers_changed`): one Redis read per batch;
+- with a cache of the process's own (local memory, the development default), where a token would change in one
+  process only, the version is read from the workflows' rows (their number and latest `updated_at`, which every
+  change moves): one small query per batch.
 """
 
 import logging
@@ -13,7 +17,7 @@ import threading
 import uuid
 from dataclasses import dataclass, field
 
-from django.core.cache import cache, caches
+from django.core.cache import caches
 from django.db.models import Count, Max
 
 from core.cache import redis_client
@@ -32,7 +36,7 @@ class Trigger:
 class ProjectTriggers:
     triggers: dict[str, list[Trigger]] = field(default_factory=dict)
     waited: frozenset[str] = frozenset()
-    version: str | None = None
+    version: bytes | str | None = None
 
 
 logger = logging.getLogger(__name__)
@@ -41,23 +45,25 @@ _lock = threading.Lock()
 
 
 def _version_key(project_id) -> str:
-    return f"workflows:triggers:{project_id}"
+    return caches["default"].make_and_validate_key(f"workflows:triggers:{project_id}")
 
 
 def triggers_changed(*, project_id) -> None:
     """A workflow or step of the project changed: drop this process's copy now and, once the change is committed,
     replace the version token so the other processes reload theirs (replaced before the commit, a process could
-    reload the old state under the new token)."""
+    reload the old state under the new token). Without Redis the rows themselves are the version."""
     _copies.pop(project_id, None)
 
     def bump() -> None:
         _copies.pop(project_id, None)
-        cache.set(_version_key(project_id), uuid.uuid4().hex, timeout=None)
+        client = redis_client(caches["default"])
+        if client is not None:
+            client.set(_version_key(project_id), uuid.uuid4().hex)
 
     after_commit(bump, what=f"mark the workflow triggers of project {project_id} changed (a cache miss reloads)")
 
 
-def _load(project_id, version: str | None) -> ProjectTriggers:
+def _load(project_id, version: bytes | str | None) -> ProjectTriggers:
     triggers: dict[str, list[Trigger]] = {}
     enabled = (
         Workflow.objects.filter(project_id=project_id, enabled=True, trigger_type=TriggerType.EVENT)
@@ -83,13 +89,15 @@ def _load(project_id, version: str | None) -> ProjectTriggers:
     )
 
 
-def _shared_version(project_id) -> str:
-    version = cache.get(_version_key(project_id))
+def _shared_version(client, project_id) -> bytes:
+    # The Redis client itself, not the cache API, which builds a client object per call (core.cache.redis_client):
+    # this read is on the path of every tracked event.
+    key = _version_key(project_id)
+    version = client.get(key)
     if version is None:
         # A cold or flushed cache: start a token, so every process reloads once and then agrees.
-        version = uuid.uuid4().hex
-        if not cache.add(_version_key(project_id), version, timeout=None):
-            version = cache.get(_version_key(project_id))
+        client.set(key, uuid.uuid4().hex, nx=True)
+        version = client.get(key)
     return version
 
 
@@ -103,10 +111,9 @@ def project_triggers(project_id) -> ProjectTriggers:
     """This process's copy of the project's triggers and waited-for event names, reloaded when the project's version
     differs from the copy's."""
     copy = _copies.get(project_id)
+    client = redis_client(caches["default"])
     try:
-        version = (
-            _shared_version(project_id) if redis_client(caches["default"]) is not None else _rows_version(project_id)
-        )
+        version = _shared_version(client, project_id) if client is not None else _rows_version(project_id)
     except Exception:
         # Without the cache no token can be trusted: read the database (correct, slower) until it is back.
         logger.warning("Workflow triggers of project %s read without the cache", project_id, exc_info=True)
