@@ -28,6 +28,22 @@ from segments.selectors import contact_memberships
 
 MEMBERSHIPS_SHOWN = 100
 SUMMARY_CHARS = 160
+# The activity types in words; a type not named here is shown as it is.
+LABELS = {
+    "email.sent": "Email sent",
+    "email.delivered": "Email delivered",
+    "email.opened": "Email opened",
+    "email.clicked": "Email clicked",
+    "email.bounced": "Email bounced",
+    "email.complained": "Complaint",
+    "email.failed": "Email failed",
+    "email.received": "Email received",
+    "contact.subscribed": "Subscribed",
+    "contact.unsubscribed": "Unsubscribed",
+    "workflow.started": "Workflow started",
+    "workflow.completed": "Workflow finished",
+    "workflow.refused": "Workflow refused",
+}
 
 
 @dataclass(frozen=True)
@@ -58,33 +74,33 @@ def _email_link(item: ActivityItem) -> tuple[str | None, str]:
     return reverse("admin:messaging_email_change", args=[item.email_id]), "Email"
 
 
+def _workflow_link(item: ActivityItem) -> tuple[str, str]:
+    if item.type == "workflow.refused":
+        return reverse("admin:workflows_refusedstart_change", args=[item.id]), "Refusal"
+    return reverse("admin:workflows_workflowexecution_change", args=[item.id]), "Execution"
+
+
 def row(item: ActivityItem) -> Row:
+    """What the page says of an item: the kind in words, the details that tell it apart, the record it is about."""
     meta = item.metadata
-    kind = item.type
-    link, link_text = None, ""
-    if kind == "email":
+    what = LABELS.get(item.type, item.type)
+    link, link_text = _email_link(item)
+    if item.type == "email":
+        what = f"Email ({meta['source']})"
         details = f"{meta['subject']}: {meta['status']}, {meta['opens']} open(s), {meta['clicks']} click(s)"
-        link, link_text = _email_link(item)
-        kind = f"Email ({meta['source']})"
-    elif kind == "event.triggered":
-        kind, details = f"Event {meta['eventName']}", summary(meta["eventData"])
-    elif kind.startswith("segment."):
-        data = meta["eventData"]
-        verb = "Entered" if kind.endswith("entry") else "Left"
-        kind, details = f"{verb} segment", data.get("segmentName") or meta["eventName"]
-    elif kind.startswith("workflow."):
-        details = f"{meta['workflowName']}: {meta.get('status') or meta.get('reason')}"
+    elif item.type == "event.triggered":
+        what, details = f"Event {meta['eventName']}", summary(meta["eventData"])
+    elif item.type.startswith("segment."):
+        what = "Entered segment" if item.type.endswith("entry") else "Left segment"
+        details = meta["eventData"].get("segmentName") or meta["eventName"]
+    elif item.type.startswith("workflow."):
         step = item.detail.get("currentStep")
-        if step:
-            details += f", at step {step}"
-        model = "refusedstart" if kind == "workflow.refused" else "workflowexecution"
-        link, link_text = reverse(f"admin:workflows_{model}_change", args=[item.id]), "Execution"
-        if kind == "workflow.refused":
-            link_text = "Refusal"
+        details = f"{meta['workflowName']}: {meta.get('status') or meta.get('reason')}"
+        details += f", at step {step}" if step else ""
+        link, link_text = _workflow_link(item)
     else:
         details = summary({key: value for key, value in meta.items() if value not in (None, "", [], {})})
-        link, link_text = _email_link(item)
-    return Row(id=str(item.id), at=item.timestamp, what=kind, details=details, link=link, link_text=link_text)
+    return Row(id=str(item.id), at=item.timestamp, what=what, details=details, link=link, link_text=link_text)
 
 
 class ContactTimelineAdmin(ContactAdmin):
