@@ -44,6 +44,8 @@ LABELS = {
     "workflow.completed": "Workflow finished",
     "workflow.refused": "Workflow refused",
 }
+# What tells an email event apart on one line; the rest of its data (ids, the sender) is on the email's page.
+EMAIL_EVENT_FIELDS = ("subject", "link", "bounceType", "error", "from")
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,8 @@ def row(item: ActivityItem) -> Row:
     elif item.type.startswith("segment."):
         what = "Entered segment" if item.type.endswith("entry") else "Left segment"
         details = meta["eventData"].get("segmentName") or meta["eventName"]
+    elif item.type.startswith("email."):
+        details = summary({key: meta[key] for key in EMAIL_EVENT_FIELDS if meta.get(key)})
     elif item.type.startswith("workflow."):
         step = item.detail.get("currentStep")
         details = f"{meta['workflowName']}: {meta.get('status') or meta.get('reason')}"

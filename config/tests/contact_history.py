@@ -13,6 +13,7 @@ from segments.models import Segment, SegmentMembership, SegmentType
 from workflows.models import ExecutionStatus, StepType, Workflow, WorkflowExecution, WorkflowStep
 
 ADDRESS = "ann@example.test"
+MESSAGE_ID = "<welcome-ann@alice.test>"
 
 
 @dataclass
@@ -56,9 +57,11 @@ def contact_with_history(project, now: datetime | None = None) -> History:
     )
     event(contact, "signup", at[0], {"plan": "pro", "referrer": "newsletter"})
     welcome = email(contact, "Welcome, Ann", at[1], status=Email.Status.CLICKED, opens=2, clicks=1)
-    event(contact, "email.sent", at[1] + timedelta(minutes=1), {"subject": welcome.subject}, welcome)
-    event(contact, "email.open", at[2], {"subject": welcome.subject, "opens": 1}, welcome)
-    event(contact, "email.click", at[3], {"subject": welcome.subject, "link": "https://shop.example/sale"}, welcome)
+    # The data of email events as delivery and tracking write it: the email's ids and subject, and the kind's own.
+    about = {"emailId": str(welcome.id), "messageId": MESSAGE_ID, "subject": welcome.subject, "source": "api"}
+    event(contact, "email.sent", at[1] + timedelta(minutes=1), {**about, "from": "news@alice.test"}, welcome)
+    event(contact, "email.open", at[2], {**about, "opens": 1, "isFirstOpen": True}, welcome)
+    event(contact, "email.click", at[3], {**about, "link": "https://shop.example/sale", "clicks": 1}, welcome)
 
     workflow = Workflow.objects.create(project=project, name="Onboarding", event_name="signup")
     WorkflowStep.objects.create(workflow=workflow, type=StepType.TRIGGER, name="Trigger: signup")
@@ -98,9 +101,9 @@ def contact_with_history(project, now: datetime | None = None) -> History:
             ("Entered segment", "Active"),
             ("Unsubscribed", 'source: "link"'),
             ("Workflow started", "Onboarding: WAITING, at step Wait a day (DELAY)"),
-            ("Email clicked", "https://shop.example/sale"),
+            ("Email clicked", 'subject: "Welcome, Ann", link: "https://shop.example/sale"'),
             ("Email opened", "Welcome, Ann"),
-            ("Email sent", "Welcome, Ann"),
+            ("Email sent", 'subject: "Welcome, Ann", from: "news@alice.test"'),
             ("Email (api)", "Welcome, Ann: CLICKED, 2 open(s), 1 click(s)"),
             ("Event signup", 'plan: "pro", referrer: "newsletter"'),
         ],

@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from accounts.models import User
-from config.tests.contact_history import ADDRESS, contact_with_history, email, event, same_address_elsewhere
+from config.tests.contact_history import ADDRESS, MESSAGE_ID, contact_with_history, email, event, same_address_elsewhere
 from contacts.models import Contact, Event
 from messaging.insights.timeline import TIMELINE_PAGE_SIZE, TIMELINE_WINDOW
 
@@ -67,6 +67,8 @@ def test_the_page_shows_the_contact_and_one_newest_first_timeline(admin_client, 
     ]
     times = [when for when, _, _ in rows]
     assert times == sorted(times, reverse=True)
+    # Email events say what tells them apart; their ids are on the email's page.
+    assert MESSAGE_ID not in html.unescape(page)
     # The email row and its events link to the email's admin page; the execution to its own.
     assert page.count(f'href="/admin/messaging/email/{history.email.id}/change/"') == 5
     assert f'href="/admin/workflows/workflowexecution/{history.execution.id}/change/"' in page
