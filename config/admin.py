@@ -1,4 +1,5 @@
-"""Admin actions of the libraries' admins (django-axes, django-celery-beat) need the change permission.
+"""The contact admin gains its timeline page (config/contact_timeline.py), and admin actions of the libraries'
+admins (django-axes, django-celery-beat) need the change permission.
 
 Django offers an action to anyone who may see the change list unless the action declares `allowed_permissions`.
 Herald's own actions each declare theirs; this module, loaded last by the admin's autodiscovery (`config` is the
@@ -9,6 +10,8 @@ change permission. `config/tests/test_admin_actions.py` walks every action of th
 import functools
 
 from django.contrib import admin
+
+from config import contact_timeline
 
 
 def _gated(action):
@@ -35,4 +38,5 @@ def _require_change_for_actions(site: admin.AdminSite) -> None:
             site.register(model, type(admin_class.__name__, (admin_class,), ungated))
 
 
+contact_timeline.register(admin.site)
 _require_change_for_actions(admin.site)

@@ -6,7 +6,7 @@ import math
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import connection
 from django.db.models import Count, QuerySet
@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from accounts.models import Project
 from contacts.models import Contact, Event
-from contacts.services import normalize_email
+from contacts.services import SUBSCRIBED_EVENT, UNSUBSCRIBED_EVENT, normalize_email
 from core.batches import keyset
 from core.errors import NotFound
 from core.time import iso
@@ -229,6 +229,26 @@ def event_list(*, project: Project, name: str | None = None, contact_id=None) ->
     if contact_id is not None:
         queryset = queryset.filter(contact_id=contact_id)
     return queryset
+
+
+def contact_subscribed_since(*, contact: Contact) -> datetime | None:
+    """When the contact's subscription took its present state: its last `contact.subscribed` or
+    `contact.unsubscribed` event, if one agrees with it (a contact created with its state has none). Read over the
+    contact's lifetime from the (contact, created_at, id) index, newest first."""
+    change = (
+        Event.objects.filter(
+            contact=contact,
+            name__in=[SUBSCRIBED_EVENT, UNSUBSCRIBED_EVENT],
+            created_at__gte=contact.created_at,
+            created_at__lte=timezone.now(),
+        )
+        .order_by("-created_at", "-id")
+        .values_list("name", "created_at")
+        .first()
+    )
+    if change is None or (change[0] == SUBSCRIBED_EVENT) != contact.subscribed:
+        return None
+    return change[1]
 
 
 def event_stats(*, project: Project, days: int) -> list[dict]:

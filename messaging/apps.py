@@ -17,6 +17,7 @@ class MessagingConfig(AppConfig):
         from messaging.insights import (
             activity,  # noqa: F401 - registers the events as an activity source
             billing,  # noqa: F401 - registers billing warnings as an activity source
+            timeline,  # noqa: F401 - registers a contact's emails and segment events for its timeline
         )
         from messaging.insights.rollup import on_events_recorded
 

@@ -9,7 +9,7 @@ from contacts.models import Contact
 from core.pages import Page
 from segments.conditions.spec import condition_fields, field_covers, segment_references
 from segments.conditions.sql import segment_contacts
-from segments.models import Segment
+from segments.models import Segment, SegmentMembership
 
 
 def segment_list(*, project: Project) -> QuerySet[Segment]:
@@ -44,6 +44,17 @@ def segment_members_page(*, segment: Segment, page: int, page_size: int) -> Page
         cached = segment_members(segment=segment).count()
         Segment.objects.filter(pk=segment.pk).update(member_count=cached, counted_at=timezone.now())
     return Page(rows=rows, page=page, page_size=page_size, total=cached)
+
+
+def contact_memberships(*, contact: Contact, limit: int) -> list[SegmentMembership]:
+    """The contact's present memberships (of static segments and of dynamic ones that track membership), at most
+    `limit`, by segment name, with their segments. A dynamic segment that does not track membership keeps no rows:
+    whether the contact matches it is known only by evaluating its condition."""
+    return list(
+        SegmentMembership.objects.filter(contact=contact, exited_at=None, segment__project_id=contact.project_id)
+        .select_related("segment")
+        .order_by("segment__name", "segment_id")[:limit]
+    )
 
 
 def segments_using_segment(project: Project, segment: Segment) -> list[dict]:

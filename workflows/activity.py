@@ -1,7 +1,8 @@
 """What workflows add to messaging's insights (`messaging.insights.registry`): `workflow.started` and
-`workflow.completed` items in the activity feed (one of each per execution, from the execution's own row),
-`workflow.refused` items (one per refused start, `workflows.limits`), executions waiting for a resume time in
-`/activity/upcoming`, and `totalWorkflowsStarted` in `/activity/stats`."""
+`workflow.completed` items in the activity feed (one of each per execution, from the execution's own row, with its
+current step for a contact's timeline in the console), `workflow.refused` items (one per refused start,
+`workflows.limits`), executions waiting for a resume time in `/activity/upcoming`, and `totalWorkflowsStarted` in
+`/activity/stats`."""
 
 from datetime import datetime
 
@@ -10,16 +11,19 @@ from django.db.models import QuerySet
 from accounts.models import Project
 from core.time import iso
 from messaging.insights.registry import ActivityFilters, ActivityItem, ActivitySource, Upcoming
-from workflows.models import ExecutionStatus, RefusedStart, WorkflowExecution
+from workflows.models import ExecutionStatus, RefusedStart, WorkflowExecution, WorkflowStep
 
 STARTED, COMPLETED, REFUSED = "workflow.started", "workflow.completed", "workflow.refused"
 # An execution that reached its end or an EXIT step finished as designed; FAILED and CANCELLED ones did not.
 FINISHED = (ExecutionStatus.COMPLETED, ExecutionStatus.EXITED)
 
 
-def _wanted(rows: QuerySet, filters: ActivityFilters, kind: str, moment: str, fields: tuple) -> QuerySet | None:
+def _wanted(
+    rows: QuerySet, filters: ActivityFilters, kind: str, moment: str, fields: tuple, related: tuple = ()
+) -> QuerySet | None:
     """The project's `rows` of `kind` that the filters keep (by contact, and by `moment` in the range), read with
-    `fields`, or None when the filters exclude the kind: none of these items is about an email."""
+    `fields` (and the `related` rows they name), or None when the filters exclude the kind: none of these items is
+    about an email."""
     if (filters.types is not None and kind not in filters.types) or filters.email_id:
         return None
     if filters.contact_id:
@@ -28,14 +32,15 @@ def _wanted(rows: QuerySet, filters: ActivityFilters, kind: str, moment: str, fi
         rows = rows.filter(**{f"{moment}__gte": filters.start})
     if filters.end:
         rows = rows.filter(**{f"{moment}__lte": filters.end})
-    return rows.select_related("workflow", "contact").only(*fields, "workflow__name", "contact__email")
+    return rows.select_related("workflow", "contact", *related).only(*fields, "workflow__name", "contact__email")
 
 
 def _executions(project: Project, filters: ActivityFilters, kind: str, moment: str) -> QuerySet | None:
     executions = WorkflowExecution.objects.filter(project=project)
     if kind == COMPLETED:
         executions = executions.filter(status__in=FINISHED)
-    return _wanted(executions, filters, kind, moment, ("id", "status", "started_at", "completed_at", "exit_reason"))
+    fields = ("id", "status", "started_at", "completed_at", "exit_reason", "current_step__name", "current_step__type")
+    return _wanted(executions, filters, kind, moment, fields, related=("current_step",))
 
 
 def _item(kind: str, execution: WorkflowExecution) -> ActivityItem:
@@ -52,7 +57,15 @@ def _item(kind: str, execution: WorkflowExecution) -> ActivityItem:
             "status": execution.status,
             **({"exitReason": execution.exit_reason} if kind == COMPLETED and execution.exit_reason else {}),
         },
+        detail={"currentStep": _step_label(execution.current_step)},
     )
+
+
+def _step_label(step: WorkflowStep | None) -> str | None:
+    """A step as the workflow's editor names it: its name, else its type (steps need no name)."""
+    if step is None:
+        return None
+    return f"{step.name} ({step.type})" if step.name else step.type
 
 
 def _present(kind: str):

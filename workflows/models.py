@@ -243,6 +243,8 @@ class WorkflowExecution(models.Model):
             models.Index(fields=["workflow", "contact", "started_at"], name="execution_contact_started"),
             # The activity feed's workflow.started and workflow.completed items, newest first (workflows/activity.py).
             models.Index(fields=["project", "started_at", "id"], name="execution_project_started"),
+            # A contact's executions, newest first: its timeline in the console reads a window of them.
+            models.Index(fields=["contact", "started_at", "id"], name="execution_contact_timeline"),
             models.Index(
                 fields=["project", "completed_at", "id"],
                 condition=Q(status__in=(ExecutionStatus.COMPLETED, ExecutionStatus.EXITED)),

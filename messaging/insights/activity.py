@@ -62,11 +62,8 @@ EVENT_TYPES = {
 EVENT_NAMES_OF_TYPE = {activity_type: name for name, activity_type in EVENT_TYPES.items()}
 
 # The reserved names of `contacts.services.event_name_is_reserved` as SQL: a tracked event is anything else.
-SYSTEM_EVENT = (
-    Q(name__startswith="email.")
-    | Q(name__in=[SUBSCRIBED_EVENT, UNSUBSCRIBED_EVENT])
-    | (Q(name__startswith="segment.") & (Q(name__endswith=".entry") | Q(name__endswith=".exit")))
-)
+SEGMENT_EVENT = Q(name__startswith="segment.") & (Q(name__endswith=".entry") | Q(name__endswith=".exit"))
+SYSTEM_EVENT = Q(name__startswith="email.") | Q(name__in=[SUBSCRIBED_EVENT, UNSUBSCRIBED_EVENT]) | SEGMENT_EVENT
 
 
 def _event_types_q(types: frozenset[str] | None) -> Q | None:
@@ -130,8 +127,13 @@ SOURCE = ActivitySource(
 activity_sources.register(SOURCE, key=SOURCE.name)
 
 
+def feed_sources() -> list[ActivitySource]:
+    """The sources of the API's activity: not the records only a contact's timeline lists."""
+    return [source for source in activity_sources if source.feed]
+
+
 def known_activity_types() -> set[str]:
-    return set(ACTIVITY_TYPES).union(*(source.types for source in activity_sources))
+    return set(ACTIVITY_TYPES).union(*(source.types for source in feed_sources()))
 
 
 # Feed ------------------------------------------------------------------------------------------------------------
@@ -151,45 +153,55 @@ def _cursor_read(cursor: str) -> tuple[datetime, uuid.UUID]:
         raise BadRequest("Invalid cursor", details={"parameter": "cursor"}) from None
 
 
-def activity_feed(*, project: Project, filters: ActivityFilters, limit: int, cursor: str | None) -> CursorPage:
-    """A page of `ActivityItem`s over all sources, newest first.
+Position = tuple[datetime, uuid.UUID | None]
 
-    1. Each source returns its next `limit + 1` rows after the cursor position (timestamp, id), from its own
-       index, so a page costs the same wherever it is.
-    2. The rows are merged by (timestamp, id) descending and the first `limit` form the page; the cursor is the
-       last one's (timestamp, id), signed. Ids are UUIDs, compared alike by Python and the databases.
-    3. `total` (first page only, as on every cursor page) is the sum of the sources' counts.
+
+def source_querysets(sources: list[ActivitySource], project: Project, filters: ActivityFilters) -> list[tuple]:
+    """(source, queryset) for each source the filters leave something of."""
+    pairs = ((source, source.queryset(project, filters)) for source in sources)
+    return [(source, queryset) for source, queryset in pairs if queryset is not None]
+
+
+def merged_items(querysets: list[tuple], *, limit: int, after: Position | None) -> tuple[list[ActivityItem], bool]:
+    """The first `limit` items after `after` over the sources, newest first, and whether more follow.
+
+    1. Each source returns its next `limit + 1` rows before the position (timestamp, id), or before the timestamp
+       when the id is None, from its own index, so a page costs the same wherever it is.
+    2. The rows are merged by (timestamp, id) descending and the first `limit` are kept. Ids are UUIDs, compared
+       alike by Python and the databases.
     """
-    after = _cursor_read(cursor) if cursor else None
     items: list[ActivityItem] = []
-    total = 0
-    for source in activity_sources:
-        queryset = source.queryset(project, filters)
-        if queryset is None:
-            continue
+    for source, queryset in querysets:
         field = source.timestamp_field
         page = queryset
         if after is not None:
             timestamp, pk = after
-            page = page.filter(Q(**{f"{field}__lt": timestamp}) | Q(**{field: timestamp, "pk__lt": pk}))
+            before = Q(**{f"{field}__lt": timestamp})
+            page = page.filter(before if pk is None else before | Q(**{field: timestamp, "pk__lt": pk}))
         rows = list(page.order_by(f"-{field}", "-pk")[: limit + 1])
         items += [source.item(row) for row in (source.prepare(rows) if source.prepare else rows)]
-        if after is None:
-            total += queryset.count()
     items.sort(key=lambda item: (item.timestamp, item.id), reverse=True)
-    has_more = len(items) > limit
-    items = items[:limit]
+    return items[:limit], len(items) > limit
+
+
+def activity_feed(*, project: Project, filters: ActivityFilters, limit: int, cursor: str | None) -> CursorPage:
+    """A page of `ActivityItem`s over all the feed's sources, newest first (`merged_items`); the cursor is the last
+    one's (timestamp, id), signed. `total` (first page only, as on every cursor page) is the sum of the sources'
+    counts."""
+    after = _cursor_read(cursor) if cursor else None
+    querysets = source_querysets(feed_sources(), project, filters)
+    items, has_more = merged_items(querysets, limit=limit, after=after)
+    total = sum(queryset.count() for _, queryset in querysets) if after is None else 0
     return CursorPage(rows=items, cursor=_cursor(items[-1]) if has_more else None, has_more=has_more, total=total)
 
 
 def activity_recent_count(*, project: Project, minutes: int) -> int:
     filters = ActivityFilters(start=timezone.now() - timedelta(minutes=minutes))
-    querysets = (source.queryset(project, filters) for source in activity_sources)
-    return sum(queryset.count() for queryset in querysets if queryset is not None)
+    return sum(queryset.count() for _, queryset in source_querysets(feed_sources(), project, filters))
 
 
 def activity_types_present(*, project: Project) -> list[str]:
-    present = set().union(*(source.present_types(project) for source in activity_sources))
+    present = set().union(*(source.present_types(project) for source in feed_sources()))
     return [t for t in ACTIVITY_TYPES if t in present] + sorted(present - set(ACTIVITY_TYPES))
 
 

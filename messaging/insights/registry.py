@@ -17,7 +17,9 @@ from core.hooks import Hook
 
 @dataclass(frozen=True)
 class ActivityItem:
-    """One entry of the feed, as `messaging.insights.api.serializers.ActivityItemSerializer` writes it."""
+    """One entry of the feed, as `messaging.insights.api.serializers.ActivityItemSerializer` writes it. `detail` is
+    what only a contact's timeline in the console shows beside the metadata (a workflow execution's current step);
+    the API does not write it."""
 
     id: uuid.UUID
     type: str
@@ -26,6 +28,7 @@ class ActivityItem:
     contact_email: str | None = None
     email_id: uuid.UUID | None = None
     metadata: dict = field(default_factory=dict)
+    detail: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,8 @@ class ActivitySource:
     must be indexed with the project. `item(row)` turns a row into an `ActivityItem` whose id is the row's pk.
     `present_types(project)` says which of `types` the project has at least one item of. `prepare(rows)`, when
     given, completes a page's rows at once before they become items (figures read for the page, not per row).
+    A source with `feed` False holds a contact's records that are not activity of the API (an email's row, a
+    segment entry): only a contact's timeline in the console (`messaging.insights.timeline`) lists them.
     """
 
     name: str
@@ -68,6 +73,7 @@ class ActivitySource:
     item: Callable[[Any], ActivityItem]
     present_types: Callable[[Project], Iterable[str]]
     prepare: Callable[[list], list] | None = None
+    feed: bool = True
 
 
 @dataclass(frozen=True)
