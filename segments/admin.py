@@ -8,6 +8,7 @@ import uuid
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.http import JsonResponse
 from django.urls import path
 from django.utils.html import format_html
@@ -167,6 +168,15 @@ class SegmentAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         pass  # the form's clean() saved it through segment_create / segment_update
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        # The form writes when it is cleaned; a page shown again with errors (an inline's, say) must leave the
+        # segment as it was.
+        with transaction.atomic():
+            response = super().changeform_view(request, object_id, form_url, extra_context)
+            if (getattr(response, "context_data", None) or {}).get("errors"):
+                transaction.set_rollback(True)
+        return response
 
     def get_urls(self):
         view = self.admin_site.admin_view
