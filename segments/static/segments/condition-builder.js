@@ -327,7 +327,7 @@
       for (const error of errors) {
         const path = String(error.field || "").replace(/^condition\.?/, "");
         sample.append(el("li", { class: "cb-error" }, path ? `${path}: ${error.message}` : error.message));
-        const row = path && [...controls.querySelectorAll("[data-path]")].reverse().find((node) => path.startsWith(node.dataset.path));
+        const row = path && [...controls.querySelectorAll("[data-path]")].reverse().find((node) => `${path}.`.startsWith(`${node.dataset.path}.`));
         const message = row && row.querySelector(":scope > .cb-error");
         if (message) {
           message.textContent = error.message;
@@ -381,18 +381,23 @@
       schedulePreview();
     }
 
-    // A hand edit of the JSON redraws the controls when it is a tree they can show.
-    textarea.addEventListener("change", () => {
-      try {
-        const edited = JSON.parse(textarea.value);
-        if (isTree(edited)) {
-          tree = edited;
-          render();
-          schedulePreview();
+    // A hand edit of the JSON redraws the controls, once the typing pauses on a tree they can show.
+    let editing = null;
+    textarea.addEventListener("input", () => {
+      clearTimeout(editing);
+      editing = setTimeout(() => {
+        let edited = null;
+        try {
+          edited = JSON.parse(textarea.value);
+        } catch (error) {
+          status.textContent = "The JSON does not parse yet; the controls show the last tree that did.";
+          return;
         }
-      } catch (error) {
-        status.textContent = "The JSON does not parse; the controls show the last tree that did.";
-      }
+        if (!isTree(edited)) return;
+        tree = edited;
+        render();
+        preview();
+      }, PREVIEW_DELAY_MS);
     });
 
     // On a form where the project is chosen, the fields offered are that project's.
