@@ -269,7 +269,9 @@
 
     function renderFilter(group, filter, path, index, title) {
       const label = `filter ${index + 1} of ${title.toLowerCase()}`;
-      const operators = config.operators[kindOf(filter.field)] || [];
+      const operators = [...(config.operators[kindOf(filter.field)] || [])];
+      // An operator the field does not take (from the JSON) stays shown, so that its error has something to name.
+      if (filter.operator && !operators.includes(filter.operator)) operators.push(filter.operator);
       return el(
         "div",
         { class: "cb-filter", "data-path": path },
