@@ -118,3 +118,18 @@ def test_the_json_alone_makes_a_segment(any_browser, operator, project, shop):  
 
     assert "was added successfully" in any_browser.text
     assert Segment.objects.get(name="Written").member_count == 3
+
+
+def test_a_static_segment_is_added_without_the_builder(any_browser, operator, project):
+    from selenium.webdriver.support.ui import Select
+
+    open_add_page(any_browser, project)
+    any_browser.fill("name", "Hand-picked")
+    Select(any_browser.driver.find_element("name", "type")).select_by_value("STATIC")
+    # With JavaScript the builder steps aside (and posts no condition); without, the textarea is left empty.
+    assert not any(row.is_displayed() for row in any_browser.driver.find_elements("css selector", ".cb-tree"))
+    any_browser.press("Save")
+
+    assert "was added successfully" in any_browser.text
+    segment = Segment.objects.get(name="Hand-picked")
+    assert segment.type == "STATIC" and segment.condition is None
