@@ -39,7 +39,7 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from accounts.models import Project
-from contacts.selectors import contact_fields, event_names
+from contacts.selectors import STANDARD_FIELDS, contact_fields, event_names
 from core.errors import ServiceError, ValidationFailed
 from segments.conditions import condition_validate
 from segments.conditions.spec import ACTIVITIES, DATE_FIELDS, FIELD_OPERATORS, NO_VALUE, UNITS, WITH_UNIT
@@ -56,25 +56,26 @@ LANGUAGE = {
 }
 
 
+def _option(field: str, group: str, *, label: str = "", **extra) -> dict:
+    return {"field": field, "label": label or field, "group": group, **extra}
+
+
 def builder_fields(*, project: Project | None) -> list[dict]:
     """The fields the builder offers for `project`, as `{field, label, group, type}`: the contact fields of
     `GET /contacts/fields` (standard ones and the data keys in use), the project's events, email activity and the
     project's segments (labelled by name). Without a project, the fields every project has."""
-    standard = [{"field": f, "type": t} for f, t in (("email", "string"), ("subscribed", "boolean"))]
-    standard += [{"field": f, "type": "date"} for f in DATE_FIELDS]
-    known = contact_fields(project=project) if project is not None else standard
+    if project is None:
+        known = [{"field": name, "type": kind} for name, kind in STANDARD_FIELDS.items()]
+    else:
+        known = contact_fields(project=project)
     fields = [
-        {"field": f["field"], "label": f["field"], "group": "Data" if f["field"].startswith("data.") else "Contact",
-         "type": f["type"]}
-        for f in known
-    ]  # fmt: skip
-    fields += [{"field": f"email.{name}", "label": f"email.{name}", "group": "Email activity"} for name in ACTIVITIES]
+        _option(f["field"], "Data" if f["field"].startswith("data.") else "Contact", type=f["type"]) for f in known
+    ]
+    fields += [_option(f"email.{name}", "Email activity") for name in ACTIVITIES]
     if project is not None:
-        fields += [{"field": f"event.{name}", "label": f"event.{name}", "group": "Events"} for name in event_names(project=project)]  # fmt: skip
+        fields += [_option(f"event.{name}", "Events") for name in event_names(project=project)]
         segments = Segment.objects.filter(project=project).order_by("name").values_list("id", "name")
-        fields += [
-            {"field": f"segment.{pk}", "label": f"segment: {name}", "group": "Segments"} for pk, name in segments
-        ]
+        fields += [_option(f"segment.{pk}", "Segments", label=f"segment: {name}") for pk, name in segments]
     return fields
 
 
