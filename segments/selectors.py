@@ -1,3 +1,4 @@
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -7,9 +8,10 @@ from django.utils import timezone
 from accounts.models import Project
 from contacts.models import Contact
 from core.pages import Page
+from segments.conditions import condition_validate
 from segments.conditions.spec import condition_fields, field_covers, segment_references
 from segments.conditions.sql import segment_contacts
-from segments.models import Segment, SegmentMembership
+from segments.models import Segment, SegmentMembership, SegmentType
 
 
 def segment_list(*, project: Project) -> QuerySet[Segment]:
@@ -19,6 +21,22 @@ def segment_list(*, project: Project) -> QuerySet[Segment]:
 def segment_members(*, segment: Segment, now: datetime | None = None) -> QuerySet[Contact]:
     """The segment's contacts, live for a dynamic segment, newest first."""
     return segment_contacts(segment, now=now or timezone.now()).order_by("-created_at", "-id")
+
+
+@dataclass
+class ConditionPreview:
+    count: int
+    sample: list[Contact]
+
+
+def condition_preview(*, project: Project, condition, segment_id=None, size: int = 10) -> ConditionPreview:
+    """Who a condition selects in `project` now: how many, and the `size` newest of them (the console's live count).
+
+    The condition is validated as a segment's is (`segment_id`: the segment it would belong to, for the cycle
+    check) and compiled by the same path as a dynamic segment's members, through an unsaved segment."""
+    condition_validate(condition, project=project, segment_id=segment_id)
+    members = segment_members(segment=Segment(project=project, type=SegmentType.DYNAMIC, condition=condition))
+    return ConditionPreview(count=members.count(), sample=list(members.only("id", "email")[:size]))
 
 
 def segment_members_page(*, segment: Segment, page: int, page_size: int) -> Page:
