@@ -93,7 +93,8 @@ class CampaignAdmin(admin.ModelAdmin):
             ("Audience", {"fields": AUDIENCE_FIELDS}),
         ]
         if obj is not None:
-            fieldsets.append(("Status and figures", {"fields": FIGURES}))
+            # Folded while the campaign is a plan: the page is then about its content.
+            fieldsets.append(("Status and figures", {"fields": FIGURES, "classes": ["collapse"] if editable else []}))
         return fieldsets
 
     def get_form(self, request, obj=None, change=False, **kwargs):

@@ -54,6 +54,14 @@ def refusal_errors(refused: ServiceError) -> list[tuple[str | None, str]]:
     return [(None, refused.message)]
 
 
+# The audience types in an operator's words (the API's names are in the page's values).
+AUDIENCES = [
+    (AudienceType.ALL, "All subscribed contacts"),
+    (AudienceType.SEGMENT, "A segment"),
+    (AudienceType.FILTERED, "Contacts matching a condition"),
+]
+
+
 class CampaignForm(forms.ModelForm):
     """A campaign's content and audience for one project (`project`, set by the admin on the class)."""
 
@@ -90,6 +98,7 @@ class CampaignForm(forms.ModelForm):
             self.instance.project = self.project
         if "segment" not in self.fields:
             return  # a read-only page: the fields are shown as saved
+        self.fields["audience_type"].choices = AUDIENCES
         self.fields["segment"].queryset = Segment.objects.filter(project=self.project).order_by("name")
         self.fields["segment"].help_text = "For SEGMENT: one of this project's segments."
         verified = domain_list(project=self.project).filter(status=Domain.Status.VERIFIED)
