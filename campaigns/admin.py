@@ -114,7 +114,7 @@ class CampaignAdmin(admin.ModelAdmin):
     def add_view(self, request, form_url="", extra_context=None):
         """A campaign belongs to one project, whose senders, segments and contacts the composer offers: the
         project is chosen first (`?project=<id>`)."""
-        if self._chosen_project(request) is not None or request.method == "POST":
+        if self._chosen_project(request) is not None:
             return super().add_view(request, form_url, extra_context)
         if not self.has_add_permission(request):
             raise PermissionDenied
@@ -128,8 +128,6 @@ class CampaignAdmin(admin.ModelAdmin):
 
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         project = context["adminform"].form.project
-        if project is None:
-            raise Http404("Choose the campaign's project first")
         if add or self.has_change_permission(request, obj):
             context["composer"] = self._composer(project, obj)
         if obj is not None and self.has_operate_permission(request):

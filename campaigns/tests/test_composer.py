@@ -89,6 +89,10 @@ def test_composing_creates_what_the_api_creates(admin_client, project, create_ca
 def test_the_add_page_asks_for_the_project_first(admin_client, project, other_project):
     page = admin_client.get(ADD).content.decode()
     assert "choose its project" in page and "Alice&#x27;s shop" in page and "Bob&#x27;s shop" in page
+    for unknown in ("", "?project=not-an-id", f"?project={other_project.project.id}x"):
+        refused = admin_client.post(f"{ADD}{unknown}", composed())
+        assert refused.status_code == 200 and "choose its project" in refused.content.decode()
+    assert not Campaign.objects.exists()
     composer = admin_client.get(f"{ADD}?project={project.project.id}").content.decode()
     assert 'name="subject"' in composer and "alice.test" in composer
 
