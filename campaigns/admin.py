@@ -7,11 +7,12 @@ from django.contrib import admin, messages
 from django.contrib.admin.utils import quote, unquote
 from django.contrib.auth import get_permission_codename
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpResponseNotAllowed, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
+from django.views.decorators.http import require_POST
 
 from accounts.models import Membership, Project
 from campaigns.composer import AUDIENCE_FIELDS, CampaignForm, composer_preview, composer_recipients, refusal_errors
@@ -163,7 +164,9 @@ class CampaignAdmin(admin.ModelAdmin):
         }
 
     def get_urls(self):
-        view = self.admin_site.admin_view
+        def view(method):
+            return self.admin_site.admin_view(require_POST(method))
+
         return [
             path("preview/<uuid:project_id>/", view(self.preview_view), name="campaigns_campaign_preview"),
             path("recipients/<uuid:project_id>/", view(self.recipients_view), name="campaigns_campaign_recipients"),
@@ -175,8 +178,6 @@ class CampaignAdmin(admin.ModelAdmin):
 
     def _composed(self, request, project_id) -> Project:
         """The project of a composer's request (a POST of the composer's form), for a user who may see campaigns."""
-        if request.method != "POST":
-            raise PermissionDenied("POST the composer's form")
         if not self.has_view_or_change_permission(request):
             raise PermissionDenied
         return get_object_or_404(Project, pk=project_id)
@@ -202,9 +203,7 @@ class CampaignAdmin(admin.ModelAdmin):
         """How many contacts the typed audience reaches now, counted as the send counts it (JSON)."""
         return JsonResponse(_as_json(composer_recipients(request.POST, self._composed(request, project_id))))
 
-    def _operate(self, request, object_id, call) -> object:
-        if request.method != "POST":
-            return HttpResponseNotAllowed(["POST"])
+    def _operate(self, request, object_id, call) -> HttpResponse:
         campaign = self.get_object(request, unquote(object_id))
         if campaign is None:
             raise Http404("No such campaign")

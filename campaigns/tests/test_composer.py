@@ -269,9 +269,16 @@ def test_a_staff_user_without_the_change_permission_is_refused(project, create_c
     user, _ = user_get_or_create(email="viewer@example.test", password=PASSWORD)
     user.is_staff = True
     user.save(update_fields=["is_staff"])
-    user.user_permissions.add(Permission.objects.get(codename="view_campaign"))
     client = Client()
     client.force_login(user)
+    preview = f"/admin/campaigns/campaign/preview/{project.project.id}/"
+    recipients = f"/admin/campaigns/campaign/recipients/{project.project.id}/"
+    for url in (preview, recipients):  # a staff user who may not see campaigns sees no contact's data through them
+        assert client.post(url, composed(preview_contact="ann@example.test")).status_code == 403
+    user.user_permissions.add(Permission.objects.get(codename="view_campaign"))
+    client.force_login(user)
+    assert client.get(preview).status_code == 405
+    assert "Hello Ann" in client.post(preview, composed(preview_contact="ann@example.test")).content.decode()
 
     page = client.get(change(campaign["id"])).content.decode()
     assert 'name="subject"' not in page and "Test, schedule, send" not in page
