@@ -46,7 +46,7 @@ def refusal_errors(refused: ServiceError) -> list[tuple[str | None, str]]:
     if isinstance(refused, ValidationFailed):
         fields, errors = api_fields(), []
         for error in refused.errors:
-            head, _, rest = error["field"].partition(".")
+            head, _, rest = (error.get("field") or "").partition(".")
             errors.append((fields.get(head), f"{rest}: {error['message']}" if rest else error["message"]))
         return errors
     if refused.code == ErrorCode.DOMAIN_NOT_VERIFIED:
@@ -72,8 +72,8 @@ class CampaignForm(forms.ModelForm):
     audience_condition = forms.JSONField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 8, "class": "vLargeTextField", "spellcheck": "false"}),
-        help_text='For FILTERED: a condition tree, e.g. {"logic": "AND", "groups": [{"filters": '
-        '[{"field": "data.plan", "operator": "equals", "value": "pro"}]}]}',
+        help_text="For contacts matching a condition: the API's condition tree, e.g. "
+        '{"logic": "AND", "groups": [{"filters": [{"field": "data.plan", "operator": "equals", "value": "pro"}]}]}',
     )
 
     class Meta:
@@ -100,7 +100,7 @@ class CampaignForm(forms.ModelForm):
             return  # a read-only page: the fields are shown as saved
         self.fields["audience_type"].choices = AUDIENCES
         self.fields["segment"].queryset = Segment.objects.filter(project=self.project).order_by("name")
-        self.fields["segment"].help_text = "For SEGMENT: one of this project's segments."
+        self.fields["segment"].help_text = "For a segment: one of this project's segments."
         verified = domain_list(project=self.project).filter(status=Domain.Status.VERIFIED)
         names = ", ".join(verified.values_list("name", flat=True))
         # The admin shows help texts as HTML.
