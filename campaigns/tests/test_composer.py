@@ -160,6 +160,7 @@ def test_a_campaign_no_longer_a_plan_cannot_be_changed(admin_client, create_camp
     Campaign.objects.filter(pk=campaign["id"]).update(status=status)
     page = admin_client.get(change(campaign["id"])).content.decode()
     assert 'name="subject"' not in page and "Hello there" in page  # read-only, with the rendered message
+    assert ("Cancel the campaign" in page) is (status == "SENDING") and "Send now" not in page
     assert admin_client.post(change(campaign["id"]), composed(name="Changed")).status_code == 403
     assert Campaign.objects.get(pk=campaign["id"]).name == "November news"
 
