@@ -1,4 +1,5 @@
 import json
+import uuid
 from datetime import datetime
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
@@ -8,6 +9,7 @@ from accounts.models import Project
 from campaigns.models import EDITABLE, USES_SEGMENT, AudienceType, Campaign
 from contacts.models import Contact
 from core.time import iso
+from messaging.content import rendering
 from messaging.models import EmailType, Suppression
 from segments.conditions import condition_q
 from segments.conditions.spec import condition_fields, field_covers
@@ -34,6 +36,35 @@ def campaign_audience(*, campaign: Campaign, now: datetime | None = None) -> Que
     if campaign.type != EmailType.TRANSACTIONAL:
         contacts = contacts.filter(Q(snoozed_until=None) | Q(snoozed_until__lte=now), subscribed=True)
     return contacts
+
+
+# A preview has no email: the hosted-page links go nowhere.
+_PREVIEW_LINKS = dict.fromkeys(("unsubscribeUrl", "subscribeUrl", "manageUrl"), "#")
+
+
+def campaign_preview_contact(*, project: Project, lookup: str) -> Contact | None:
+    """The project's contact named by its email (any case) or its id, or None."""
+    lookup = lookup.strip()
+    try:
+        by_id = Q(pk=uuid.UUID(lookup))
+    except ValueError:
+        by_id = Q()
+    return Contact.objects.filter(Q(email=lookup.lower()) | by_id, project=project).first()
+
+
+def campaign_render(*, campaign: Campaign, contact: Contact | None) -> rendering.RenderedContent:
+    """The campaign's subject and body as `contact` gets them (without a contact: as one with no data), rendered as
+    delivery renders a campaign's email: the contact's data as its variables, content that does not parse falling
+    back to plain substitution, and a rendering limit refused (`ValidationFailed` at `subject` or `body`). Tracking
+    and the unsubscribe footer are added per email at sending, and are not shown."""
+    scope = rendering.template_scope(
+        contact_id=str(contact.id) if contact else "",
+        email=contact.email if contact else "recipient@example.com",
+        subscribed=contact.subscribed if contact else True,
+        data=contact.data if contact else {},
+        links=_PREVIEW_LINKS,
+    )
+    return rendering.render_email(subject=campaign.subject, body=campaign.body, scope=scope, lenient=True)
 
 
 def _audience_key(campaign: Campaign) -> tuple:

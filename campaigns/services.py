@@ -33,7 +33,15 @@ def _editable_values(*, project: Project, values: dict) -> dict:
     audience's own field is kept, so a campaign never holds a stale segment or condition."""
     values = {name: values.get(name, default) for name, default in EDITABLE_FIELDS.items()}
     content_check(project=project, values=values)
-    audience = values["audience_type"]
+    return audience_values(project=project, values=values)
+
+
+def audience_values(*, project: Project, values: dict) -> dict:
+    """`values` with the audience checked (a segment of this project for SEGMENT, a valid condition for FILTERED)
+    and the other audience types' fields cleared: what a campaign saves, and what the console counts before it
+    does."""
+    values = {"segment_id": None, "audience_condition": None, **values}
+    audience = values.get("audience_type", AudienceType.ALL)
     if audience == AudienceType.SEGMENT:
         if values["segment_id"] is None:
             raise ValidationFailed.field("segmentId", "Required when audienceType is SEGMENT", "invalid_type")
