@@ -11,7 +11,7 @@ from workflows import services
 from workflows.models import Branch, StepType, WaitOutcome, Workflow, WorkflowStep, WorkflowTransition
 
 CONFIG_HELP = {
-    StepType.SEND_EMAIL: '{"templateId": "<template id>", "recipient": {"type": "CONTACT"}}',
+    StepType.SEND_EMAIL: '{"templateId": "TEMPLATE-ID", "recipient": {"type": "CONTACT"}}',
     StepType.DELAY: '{"amount": 2, "unit": "days"}',
     StepType.WAIT_FOR_EVENT: '{"eventName": "purchase", "timeout": 86400}',
     StepType.CONDITION: '{"field": "data.plan", "operator": "equals", "value": "pro"}',
@@ -22,6 +22,7 @@ CONFIG_HELP = {
 
 
 def _config_help(step_type: str | None = None) -> str:
+    # Shown as HTML by Django: the examples hold no markup.
     types = [step_type] if step_type else list(CONFIG_HELP)
     return "A JSON object, as the API takes it. " + "; ".join(f"{kind}: {CONFIG_HELP[kind]}" for kind in types)
 
@@ -60,7 +61,9 @@ class StepAddForm(ServiceForm):
         label="Type", choices=[(kind, kind) for kind in StepType.values if kind != StepType.TRIGGER]
     )
     name = forms.CharField(max_length=255, required=False, help_text="Left empty, the type's name is used.")
-    config = forms.JSONField(required=False, widget=forms.Textarea(attrs={"rows": 6}), help_text=_config_help())
+    config = forms.JSONField(
+        required=False, initial=dict, widget=forms.Textarea(attrs={"rows": 6}), help_text=_config_help()
+    )
     auto_connect = forms.BooleanField(
         required=False,
         initial=True,
