@@ -103,16 +103,16 @@ def _cut(text: str, length: int = LINE_CHARS) -> str:
     return text if len(text) <= length else text[: length - 1] + "…"
 
 
+NO_COUNTS = {"entered": 0, "waiting": 0, "completed": 0, "failed": 0}
+
+
 def counts_line(counts: dict) -> str:
     return "{entered} in · {waiting} waiting · {completed} done · {failed} failed".format(**counts)
 
 
-NO_COUNTS = {"entered": 0, "waiting": 0, "completed": 0, "failed": 0}
-
-
 def svg(steps: list[WorkflowStep], transitions: list[WorkflowTransition], counts: dict) -> SafeString:
-    """The graph as an inline `<svg>` (title and description for screen readers), `counts` being step id ->
-    {entered, waiting, completed, failed}."""
+    """The graph as an inline `<svg>` with a title for screen readers (the page lists the same graph as text),
+    `counts` being step id -> {entered, waiting, completed, failed}."""
     step_ids = [step.id for step in steps]
     edges = [(t.from_step_id, t.to_step_id) for t in transitions]
     placed = places(step_ids, edges)
