@@ -8,6 +8,7 @@ from accounts.models import Project
 from contacts.selectors import contact_fields, event_list
 from core.json import json_type
 from workflows.models import (
+    StepExecutionStatus,
     StepType,
     Workflow,
     WorkflowExecution,
@@ -37,13 +38,53 @@ def workflow_list(*, project: Project, search: str = "", enabled: bool | None = 
 
 
 def workflow_with_graph(*, workflow: Workflow) -> Workflow:
-    """The workflow with `steps` and `transitions` loaded in creation order (two queries)."""
+    """The workflow with `steps` (and their templates) and `transitions` loaded in creation order (two queries)."""
     prefetch_related_objects(
         [workflow],
-        Prefetch("steps", queryset=WorkflowStep.objects.order_by("created_at", "id")),
+        Prefetch("steps", queryset=WorkflowStep.objects.select_related("template").order_by("created_at", "id")),
         Prefetch("transitions", queryset=WorkflowTransition.objects.order_by("created_at", "id")),
     )
     return workflow
+
+
+# What the console counts on each step, from the status of its step executions.
+WAITING_STEP_STATUSES = (StepExecutionStatus.SCHEDULED, StepExecutionStatus.WAITING)
+
+
+def step_counts(*, workflow: Workflow) -> dict:
+    """Step id -> {entered, waiting, completed, failed} of the workflow's steps that were ever reached: how many
+    executions reached the step, are paused on it (a DELAY, a wait for an event), got past it, failed on it. One
+    query, grouped by step and status."""
+    counts: dict = {}
+    rows = (
+        WorkflowStepExecution.objects.filter(step__workflow=workflow)
+        .order_by()
+        .values_list("step_id", "status")
+        .annotate(n=Count("id"))
+    )
+    for step_id, status, n in rows:
+        found = counts.setdefault(step_id, {"entered": 0, "waiting": 0, "completed": 0, "failed": 0})
+        found["entered"] += n
+        if status in WAITING_STEP_STATUSES:
+            found["waiting"] += n
+        elif status == StepExecutionStatus.COMPLETED:
+            found["completed"] += n
+        elif status == StepExecutionStatus.FAILED:
+            found["failed"] += n
+    return counts
+
+
+def execution_positions(*, workflow: Workflow) -> QuerySet:
+    """The workflow's executions, newest first, each with its contact and current step and `at_step_since`: when
+    its step execution of the current step was created (none before the engine first claims it)."""
+    since = WorkflowStepExecution.objects.filter(execution=OuterRef("pk"), step=OuterRef("current_step")).values(
+        "created_at"
+    )[:1]
+    return (
+        workflow.executions.select_related("contact", "current_step")
+        .annotate(at_step_since=Subquery(since))
+        .order_by("-created_at", "-id")
+    )
 
 
 def execution_list(*, workflow: Workflow, status: str | None = None) -> QuerySet:
