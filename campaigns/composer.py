@@ -20,6 +20,7 @@ from domains.models import Domain
 from domains.selectors import domain_list
 from messaging.content.services import content_check
 from messaging.models import EmailType
+from segments.console import ConditionField
 from segments.models import Segment
 
 CONTENT_FIELDS = ["name", "description", "type", "from_email", "from_name", "reply_to", "subject", "body"]
@@ -67,15 +68,6 @@ class CampaignForm(forms.ModelForm):
 
     project: Project
 
-    # The condition of a FILTERED audience, as the API takes it (JSON), checked by the service. Swap the widget
-    # for a condition builder here: the form reads nothing else of it.
-    audience_condition = forms.JSONField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 8, "class": "vLargeTextField", "spellcheck": "false"}),
-        help_text="For contacts matching a condition: the API's condition tree, e.g. "
-        '{"logic": "AND", "groups": [{"filters": [{"field": "data.plan", "operator": "equals", "value": "pro"}]}]}',
-    )
-
     class Meta:
         model = Campaign
         fields = [*CONTENT_FIELDS, *AUDIENCE_FIELDS]
@@ -101,6 +93,13 @@ class CampaignForm(forms.ModelForm):
         self.fields["audience_type"].choices = AUDIENCES
         self.fields["segment"].queryset = Segment.objects.filter(project=self.project).order_by("name")
         self.fields["segment"].help_text = "For a segment: one of this project's segments."
+        # The condition of a FILTERED audience: the segments' builder, validated against the project as the API does.
+        self.fields["audience_condition"] = ConditionField(
+            project=self.project,
+            required=False,
+            active_when=("audience_type", AudienceType.FILTERED),
+            help_text="For contacts matching a condition.",
+        )
         verified = domain_list(project=self.project).filter(status=Domain.Status.VERIFIED)
         names = ", ".join(verified.values_list("name", flat=True))
         # The admin shows help texts as HTML.

@@ -43,7 +43,9 @@ class SegmentAddForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.fields["type"].help_text = "DYNAMIC: the contacts the condition selects. STATIC: a list managed by API."
         self.fields["condition"] = ConditionField(
-            required=False, help_text="Required for a DYNAMIC segment; a STATIC one has none."
+            required=False,
+            active_when=("type", SegmentType.DYNAMIC),
+            help_text="Required for a DYNAMIC segment; a STATIC one has none.",
         )
 
     def clean(self):

@@ -30,6 +30,9 @@ Use::
   (GET `?project=`); any page with the widget uses them, and a user needs the segment view permission.
 - The project the builder works in is the widget's `project` (a page about one project) or, on a page where it is
   chosen on the form, the value of the input named by `project_input` (an id, `id_project` by default).
+- `active_when=(name, value)`: the condition belongs to one choice of another field of the form (a DYNAMIC segment's
+  `type`, a FILTERED campaign's `audience_type`, a select or radio buttons); under any other choice the builder
+  hides its row and posts no condition.
 """
 
 import json
@@ -120,9 +123,18 @@ class ConditionWidget(forms.Textarea):
         css = {"all": ["segments/condition-builder.css"]}
         js = ["segments/condition-builder.js"]
 
-    def __init__(self, attrs=None, *, project: Project | None = None, segment_id=None, project_input="id_project"):
+    def __init__(
+        self,
+        attrs=None,
+        *,
+        project: Project | None = None,
+        segment_id=None,
+        project_input="id_project",
+        active_when: tuple[str, str] | None = None,
+    ):
         super().__init__(attrs={"rows": 8, "spellcheck": "false", **(attrs or {})})
         self.project, self.segment_id, self.project_input = project, segment_id, project_input
+        self.active_when = active_when
 
     def get_context(self, name, value, attrs):
         context = super().get_context(name, value, attrs)
@@ -132,6 +144,7 @@ class ConditionWidget(forms.Textarea):
                 "fields": builder_fields(project=self.project),
                 "project": str(self.project.pk) if self.project is not None else None,
                 "projectInput": self.project_input,
+                "activeWhen": dict(zip(("name", "value"), self.active_when, strict=True)) if self.active_when else None,
                 "segment": str(self.segment_id) if self.segment_id else None,
                 "previewUrl": reverse("admin:segments_segment_condition_preview"),
                 "fieldsUrl": reverse("admin:segments_segment_condition_fields"),
@@ -145,9 +158,19 @@ class ConditionField(forms.JSONField):
 
     default_error_messages = {"not_a_tree": "Expected an object {logic, groups}."}
 
-    def __init__(self, *, project: Project | None = None, segment_id=None, project_input="id_project", **kwargs):
+    def __init__(
+        self,
+        *,
+        project: Project | None = None,
+        segment_id=None,
+        project_input="id_project",
+        active_when: tuple[str, str] | None = None,
+        **kwargs,
+    ):
         self.project, self.segment_id = project, segment_id
-        widget = ConditionWidget(project=project, segment_id=segment_id, project_input=project_input)
+        widget = ConditionWidget(
+            project=project, segment_id=segment_id, project_input=project_input, active_when=active_when
+        )
         kwargs.setdefault("help_text", "Build it with the controls, or write the JSON tree (docs: segments).")
         super().__init__(widget=widget, **kwargs)
 

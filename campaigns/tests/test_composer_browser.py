@@ -8,6 +8,7 @@ from selenium.webdriver.support.wait import WebDriverWait
 from accounts.models import User
 from campaigns.models import Campaign
 from contacts.models import Contact
+from segments.tests.test_admin_builder_browser import choose, type_into
 
 pytestmark = pytest.mark.browser
 
@@ -71,11 +72,11 @@ def test_an_operator_composes_previews_saves_and_schedules(browser, operator, pr
     assert "Hi Ann, your plan is pro." in framed_text(browser)
     shows(browser, "composer-recipients", "Recipients now: 2")  # ALL: Ann and Ben, not the other project's Oli
 
-    browser.choose("Contacts matching a condition")
-    browser.fill(
-        "audience_condition",
-        '{"logic": "AND", "groups": [{"filters": [{"field": "data.plan", "operator": "equals", "value": "pro"}]}]}',
-    )
+    browser.choose("Contacts matching a condition")  # the segments' condition builder, with its own live count
+    filter_ = "groups.0.filters.0"
+    choose(browser, filter_, "field", "data.plan", field="audience_condition")
+    choose(browser, filter_, "operator", "equals", field="audience_condition")
+    type_into(browser, filter_, "value", "pro", field="audience_condition")
     shows(browser, "composer-recipients", "Recipients now: 1")
     browser.fill("body", "<p>Hi</p>\n{% if firstName %}")
     shows(browser, "composer-errors", "line 2, column")

@@ -24,22 +24,23 @@ def open_add_page(browser, project) -> None:
     log_in(browser)
 
 
-def control(browser, path: str, part: str):
-    return browser.driver.find_element("id", f"cb-condition-{path.replace('.', '-') or 'root'}-{part}")
+def control(browser, path: str, part: str, field: str = "condition"):
+    """A control of the builder of the form field `field`, for the node at `path` in the tree."""
+    return browser.driver.find_element("id", f"cb-{field}-{path.replace('.', '-') or 'root'}-{part}")
 
 
-def choose(browser, path: str, part: str, value: str) -> None:
+def choose(browser, path: str, part: str, value: str, field: str = "condition") -> None:
     from selenium.webdriver.support.ui import Select
 
-    Select(control(browser, path, part)).select_by_value(value)
+    Select(control(browser, path, part, field)).select_by_value(value)
 
 
-def type_into(browser, path: str, part: str, text: str) -> None:
+def type_into(browser, path: str, part: str, text: str, field: str = "condition") -> None:
     from selenium.webdriver.common.keys import Keys
 
-    field = control(browser, path, part)
-    field.send_keys(Keys.CONTROL, "a")
-    field.send_keys(text)
+    box = control(browser, path, part, field)
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys(text)
 
 
 def press_control(browser, label: str) -> None:

@@ -67,7 +67,8 @@
   function changed(event) {
     const name = event.target.name;
     if (CONTENT.includes(name)) preview();
-    if (AUDIENCE.includes(name)) count();
+    // The condition builder's own controls have no names: what they change is the audience's condition.
+    if (AUDIENCE.includes(name) || event.target.closest(".field-audience_condition")) count();
     if (name === "audience_type") showAudienceRows();
   }
   form.addEventListener("input", changed);

@@ -406,19 +406,28 @@
     const projectInput = !config.project && document.getElementById(config.projectInput);
     if (projectInput) projectInput.addEventListener("change", loadFields);
 
-    // A STATIC segment has no condition: the builder steps aside and posts nothing.
-    const typeSelect = document.getElementById("id_type");
+    // A condition of one choice on its form (a DYNAMIC segment, a FILTERED audience): under any other choice the
+    // builder steps aside and posts nothing.
+    const when = config.activeWhen;
     const row = root.closest(".form-row") || root;
-    function followType() {
-      const staticSegment = typeSelect && typeSelect.value === "STATIC";
-      row.hidden = staticSegment;
-      textarea.value = staticSegment ? "" : JSON.stringify(tree, null, 2);
+    function chosen() {
+      const inputs = [...textarea.form.elements].filter((input) => input.name === when.name);
+      const input = inputs.find((each) => each.type !== "radio" || each.checked);
+      return input ? input.value : "";
     }
-    if (typeSelect) typeSelect.addEventListener("change", followType);
+    function followChoice() {
+      const active = !when || chosen() === when.value;
+      row.hidden = !active;
+      textarea.value = active ? JSON.stringify(tree, null, 2) : "";
+    }
+    if (when) {
+      textarea.form.addEventListener("change", (event) => {
+        if (event.target.name === when.name) followChoice();
+      });
+    }
 
     render();
-    if (typeSelect) followType();
-    else textarea.value = JSON.stringify(tree, null, 2);
+    followChoice();
     if (projectInput && projectInput.value.trim()) loadFields();
     else schedulePreview();
   }
