@@ -19,7 +19,7 @@ from workflows import drawing
 from workflows.admin_forms import StepAddForm, StepChangeForm, StepDeleteForm, TransitionAddForm, TransitionDeleteForm
 from workflows.models import ACTIVE_STATUSES, RefusedStart, Workflow, WorkflowExecution, WorkflowStepExecution
 from workflows.selectors import execution_positions, step_counts, workflow_with_graph
-from workflows.services import execution_cancel, workflow_missing, workflow_update
+from workflows.services import execution_cancel, workflow_create, workflow_missing, workflow_update
 
 # The workflow page's list of executions: this many a page, newest first.
 EXECUTIONS_PER_PAGE = 20
@@ -30,18 +30,32 @@ def _posted(request):
     return request.POST if request.method == "POST" else None
 
 
+class WorkflowAddForm(forms.ModelForm):
+    """A new workflow, disabled, with its TRIGGER step (`workflow_create`, as `POST /workflows`)."""
+
+    class Meta:
+        model = Workflow
+        fields = ["project", "name", "description", "event_name"]
+        help_texts = {"event_name": "The event that starts an execution for its contact (it can be set later)."}
+
+
 class WorkflowAdminForm(forms.ModelForm):
     """Enabling here meets the API's rule: an incomplete workflow stays disabled, with what it lacks shown."""
 
     class Meta:
         model = Workflow
-        fields = ["name", "description", "enabled", "allow_reentry"]
+        fields = ["name", "description", "event_name", "enabled", "allow_reentry"]
+        help_texts = {"event_name": "The event that starts an execution for its contact."}
 
     def clean(self):
         cleaned = super().clean()
-        if cleaned.get("enabled") and not self.instance.enabled:
+        # The service's rule (`workflow_update`), checked here so that it is shown at the field: a workflow enabled
+        # by this change, or whose trigger changes while it stays enabled, must be complete, with its new trigger.
+        if cleaned.get("enabled") and (not self.instance.enabled or "event_name" in self.changed_data):
+            self.instance.event_name = cleaned.get("event_name", "")
             for missing in workflow_missing(workflow=self.instance):
-                self.add_error("enabled", missing["message"])
+                field = "event_name" if missing["field"] == "triggerConfig.eventName" else "enabled"
+                self.add_error(field, missing["message"])
         return cleaned
 
 
@@ -56,8 +70,10 @@ class WorkflowAdmin(admin.ModelAdmin):
         "id", "project", "name", "description", "enabled", "trigger_type", "event_name", "allow_reentry",
         "created_at", "updated_at",
     ]  # fmt: skip
-    readonly_fields = ["id", "project", "trigger_type", "event_name", "created_at", "updated_at"]
+    readonly_fields = ["id", "project", "trigger_type", "created_at", "updated_at"]
+    add_fields = ["project", "name", "description", "event_name"]
     ordering = ["-created_at"]
+    raw_id_fields = ["project"]
 
     change_form_template = "admin/workflows/workflow/change_form.html"
 
@@ -207,17 +223,41 @@ class WorkflowAdmin(admin.ModelAdmin):
             button="Remove the transition", done="The transition was removed.",
         )  # fmt: skip
 
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        if obj is None:
+            kwargs["form"] = WorkflowAddForm
+        return super().get_form(request, obj, change, **kwargs)
+
+    def get_fields(self, request, obj=None):
+        return self.add_fields if obj is None else self.fields
+
+    def get_readonly_fields(self, request, obj=None):
+        return [] if obj is None else self.readonly_fields
+
+    def save_form(self, request, form, change):
+        if change:
+            return super().save_form(request, form, change)
+        # A workflow starts with its TRIGGER step: the API's service creates both.
+        data = form.cleaned_data
+        return workflow_create(
+            project=data["project"], name=data["name"], description=data["description"], event_name=data["event_name"]
+        )
+
     def save_model(self, request, obj, form, change):
+        if not change:
+            return  # written by save_form, through the service
         workflow_update(
             workflow=Workflow.objects.get(pk=obj.pk),
             name=form.cleaned_data["name"],
             description=form.cleaned_data["description"],
+            event_name=form.cleaned_data["event_name"],
             enabled=form.cleaned_data["enabled"],
             allow_reentry=form.cleaned_data["allow_reentry"],
         )
 
-    def has_add_permission(self, request):
-        return False  # a workflow starts with its TRIGGER step, which the API's service creates
+    def save_related(self, request, form, formsets, change):
+        if change:  # a new workflow has no relations to save beyond what the service wrote
+            super().save_related(request, form, formsets, change)
 
 
 class StepExecutionInline(admin.TabularInline):

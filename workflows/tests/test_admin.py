@@ -29,7 +29,8 @@ def test_the_workflow_page_lists_the_graph_in_order(admin_client, api):
 
 
 def form(workflow, **changes):
-    return {"name": workflow["name"], "description": "", "allow_reentry": "", **changes}
+    event_name = workflow["triggerConfig"]["eventName"] or ""
+    return {"name": workflow["name"], "description": "", "event_name": event_name, "allow_reentry": "", **changes}
 
 
 def test_enabling_an_incomplete_workflow_in_the_admin_is_refused(admin_client, api, template):
@@ -66,3 +67,27 @@ def test_executions_filter_show_their_steps_and_cancel(admin_client, live, api, 
     assert "Cancelled 1 execution(s)." in response.content.decode()
     row.refresh_from_db()
     assert (row.status, row.exit_reason) == ("CANCELLED", "Cancelled by user")
+
+
+def test_a_workflow_added_in_the_admin_is_the_apis_with_its_trigger(admin_client, api, project, template):
+    added = admin_client.post(
+        "/admin/workflows/workflow/add/", {"project": project.project.pk, "name": "Welcome", "description": ""}
+    )
+    assert added.status_code == 302
+    workflow = Workflow.objects.get()
+    assert (workflow.enabled, workflow.event_name) == (False, "")
+    assert list(workflow.steps.values_list("type", "name")) == [("TRIGGER", "Trigger")]
+
+    as_api = api.get({"id": str(workflow.id)})
+    path = f"/admin/workflows/workflow/{workflow.id}/change/"
+    api.step(as_api, "SEND_EMAIL", {"templateId": str(template.id)})
+    refused = admin_client.post(path, form(as_api, enabled="on")).content.decode()
+    assert "An EVENT trigger needs an event name" in refused  # at the event name, with nothing saved
+    assert Workflow.objects.get().enabled is False
+
+    # The trigger and the enabling in one change, as PATCH {triggerConfig, enabled} does.
+    assert admin_client.post(path, form(as_api, enabled="on", event_name="signed-up")).status_code == 302
+    workflow = Workflow.objects.get()
+    assert (workflow.enabled, workflow.event_name) == (True, "signed-up")
+    trigger = workflow.steps.get(type="TRIGGER")
+    assert (trigger.name, trigger.config) == ("Trigger: signed-up", {"eventName": "signed-up"})

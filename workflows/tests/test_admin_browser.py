@@ -71,8 +71,14 @@ def test_an_operator_builds_a_branching_workflow_enables_it_and_sees_its_graph(
     any_browser, operator, project, template
 ):
     browser = any_browser
-    workflow = workflow_create(project=project.project, name="Onboarding", event_name="signup")
-    log_in_at(browser, f"/admin/workflows/workflow/{workflow.id}/change/")
+    log_in_at(browser, "/admin/workflows/workflow/add/")
+    browser.fill("project", str(project.project.pk))
+    browser.fill("name", "Onboarding")
+    browser.fill("event_name", "signup")
+    browser.press("Save and continue editing")
+    assert "was added successfully" in browser.text
+    workflow = Workflow.objects.get()
+    assert (workflow.project_id, workflow.enabled) == (project.project.pk, False)
 
     # A config the service refuses is shown at the config field, and nothing is added.
     browser.follow("Add a step")

@@ -218,7 +218,7 @@ def test_each_admin_edit_changes_the_graph_as_the_api_would(admin_client, api, t
         "steps/add/",
         {"step_type": "SEND_EMAIL", "config": f'{{"templateId": "{template.id}"}}', "auto_connect": "on"},
     )
-    form = {"name": "By admin", "description": "", "enabled": "on", "allow_reentry": ""}
+    form = {"name": "By admin", "description": "", "event_name": "signup", "enabled": "on", "allow_reentry": ""}
     post(admin_client, by_admin, "change/", form)
     assert Workflow.objects.get(id=by_admin["id"]).enabled is True
 

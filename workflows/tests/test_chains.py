@@ -227,7 +227,7 @@ def test_the_cap_is_one_query_read_from_its_index(
     api, project, contact, settings, redis_cache, django_assert_num_queries
 ):
     """With re-entry, the start reads the last entries (as it always did) and counts the last 24 hours' executions
-    in one query, which the (workflow, contact, started_at) index answers."""
+    in one query, which an index answers."""
     workflow = reentrant(api, "Welcome", "signup", "EXIT", {})
     event = Event.objects.create(project=project.project, contact=contact, name="signup")
     events_concern_workflows(project=project.project, events=[event])  # the triggers' copy loaded
@@ -243,7 +243,9 @@ def test_the_cap_is_one_query_read_from_its_index(
         else:
             cursor.execute(f"EXPLAIN QUERY PLAN {counted}")
         plan = "\n".join(str(row) for row in cursor.fetchall())
-    assert "execution_contact_started" in plan, plan
+    # Either index that leads with the contact answers it: (workflow, contact, started_at) or the timeline's
+    # (contact, started_at, id), whichever the planner prefers for the table's size.
+    assert "execution_contact_started" in plan or "execution_contact_timeline" in plan, plan
 
 
 def test_events_recorded_for_many_contacts_carry_their_chain_field_loaded(project, contact, committed):
