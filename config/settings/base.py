@@ -264,7 +264,7 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": [],
     "EXCEPTION_HANDLER": "core.http.exceptions.exception_handler",
     "DEFAULT_METADATA_CLASS": "core.http.metadata.ApiMetadata",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "core.http.schema.AutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
 

@@ -34,3 +34,51 @@ def test_a_resource_field_has_the_documented_type(components, component, path, e
     for step in path:
         schema = resolve(components, schema["properties"][step] if step != "items" else schema["items"])
     assert {key: schema.get(key) for key in expected} == expected
+
+
+def operation(path: str, method: str) -> dict:
+    return published_schema()["paths"][path][method]
+
+
+def request_schema(components, path: str, method: str) -> dict:
+    return resolve(components, operation(path, method)["requestBody"]["content"]["application/json"]["schema"])
+
+
+def test_removing_segment_members_documents_its_body(components):
+    body = operation("/segments/{id}/members", "delete")["requestBody"]
+    schema = resolve(components, body["content"]["application/json"]["schema"])
+    assert body["required"] is True
+    assert schema["required"] == ["emails"]
+    assert schema["properties"]["emails"] == {
+        "type": "array",
+        "items": {"type": "string", "format": "email", "minLength": 1},
+        "minItems": 1,
+        "maxItems": 500,
+    }
+
+
+def test_a_send_requires_its_recipients_and_a_content_unless_a_template_gives_it(components):
+    schema = request_schema(components, "/v1/send", "post")
+    assert schema["required"] == ["to"]
+    assert schema["anyOf"] == [
+        {"required": ["template"], "properties": {"template": {"type": "string", "format": "uuid"}}},
+        {"required": ["subject", "body", "from"]},
+    ]
+
+
+def test_a_template_is_created_with_its_sender_and_changed_without(components):
+    assert request_schema(components, "/templates", "post")["required"] == ["from"]
+    assert "required" not in request_schema(components, "/templates/{id}", "patch")
+
+
+def test_the_parts_of_a_send_are_typed(components):
+    properties = request_schema(components, "/v1/send", "post")["properties"]
+    assert properties["headers"]["additionalProperties"] == {"type": "string", "maxLength": 998}
+    assert properties["reply"]["oneOf"][0] == {"type": "string", "format": "email"}
+    attachment = properties["attachments"]["items"]
+    assert attachment["required"] == ["filename", "content"]
+    assert attachment["properties"]["content"]["format"] == "byte"
+    assert properties["attachments"]["maxItems"] == 10
+    sent = resolve(components, components["SentEmail"]["properties"]["contact"])
+    assert sent["required"] == ["email", "id"]
+    assert sent["properties"]["id"] == {"type": "string", "format": "uuid"}
