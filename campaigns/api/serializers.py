@@ -9,6 +9,7 @@ from core.http.fields import IsoDateTimeField, StrictCharField, StrictEmailField
 from core.http.serializers import OutputSerializer
 from messaging.content.serializers import TemplateInputSerializer, TemplateOutputSerializer
 from messaging.vocabulary import body_size, no_line_breaks
+from segments.conditions.schema import ConditionField
 
 
 class CampaignInputSerializer(TemplateInputSerializer):
@@ -20,7 +21,7 @@ class CampaignInputSerializer(TemplateInputSerializer):
     audienceType = serializers.ChoiceField(source="audience_type", choices=AudienceType.choices, required=False)
     segmentId = serializers.UUIDField(source="segment_id", required=False, allow_null=True)
     # The tree is checked by segments.conditions (paths like audienceCondition.groups.0.filters.1.operator).
-    audienceCondition = serializers.JSONField(source="audience_condition", required=False, allow_null=True)
+    audienceCondition = ConditionField(source="audience_condition", required=False, allow_null=True)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -51,7 +52,7 @@ class CampaignCountersSerializer(OutputSerializer):
 class CampaignOutputSerializer(TemplateOutputSerializer, CampaignCountersSerializer):
     status = serializers.ChoiceField(choices=CampaignStatus.choices)
     audienceType = serializers.ChoiceField(source="audience_type", choices=AudienceType.choices)
-    audienceCondition = serializers.JSONField(source="audience_condition", allow_null=True)
+    audienceCondition = ConditionField(source="audience_condition", allow_null=True)
     segmentId = serializers.UUIDField(source="segment_id", allow_null=True)
     segment = CampaignSegmentSerializer(allow_null=True)
     scheduledFor = IsoDateTimeField(source="scheduled_for", allow_null=True)

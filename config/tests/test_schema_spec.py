@@ -82,3 +82,56 @@ def test_the_parts_of_a_send_are_typed(components):
     sent = resolve(components, components["SentEmail"]["properties"]["contact"])
     assert sent["required"] == ["email", "id"]
     assert sent["properties"]["id"] == {"type": "string", "format": "uuid"}
+
+
+def test_a_condition_is_a_recursive_tree_of_groups_and_filters_discriminated_by_operator(components):
+    from segments.conditions.spec import OPERATORS
+
+    condition = components["Condition"]
+    assert condition["required"] == ["logic", "groups"]
+    assert resolve(components, condition["properties"]["logic"])["enum"] == ["AND", "OR"]
+    group = resolve(components, condition["properties"]["groups"]["items"])
+    assert group["properties"]["conditions"]["allOf"] == [{"$ref": "#/components/schemas/Condition"}]
+    union = resolve(components, group["properties"]["filters"]["items"])
+    assert union["discriminator"]["propertyName"] == "operator"
+    assert sorted(union["discriminator"]["mapping"]) == sorted(OPERATORS)
+    by_operator = {
+        operator: resolve(components, kind)
+        for kind in union["oneOf"]
+        for operator in resolve(components, resolve(components, kind)["properties"]["operator"])["enum"]
+    }
+    assert sorted(by_operator) == sorted(OPERATORS)
+    assert by_operator["within"]["required"] == ["field", "operator", "value", "unit"]
+    assert by_operator["equals"]["required"] == ["field", "operator", "value"]
+    assert by_operator["exists"]["required"] == ["field", "operator"]
+
+
+@pytest.mark.parametrize(
+    ("component", "field"),
+    [
+        ("SegmentCreateInputRequest", "condition"),
+        ("PatchedSegmentUpdateInputRequest", "condition"),
+        ("SegmentOutput", "condition"),
+        ("CampaignInputRequest", "audienceCondition"),
+        ("CampaignOutput", "audienceCondition"),
+    ],
+)
+def test_segments_and_campaign_audiences_take_the_condition_tree(components, component, field):
+    assert components[component]["properties"][field] == {
+        "allOf": [{"$ref": "#/components/schemas/Condition"}],
+        "nullable": True,
+    }
+
+
+@pytest.mark.parametrize(
+    "field",
+    ["email", "subscribed", "createdAt", "updatedAt", "data.plan", "data.plan.tier", "event.signup", "segment.x",
+     "email.opened", "email.read", "data.", "data..x", 'data.a"b', "data.a\\b", "event.", "segment.", "plan", "name"],
+)  # fmt: skip
+def test_the_field_pattern_accepts_exactly_the_fields_the_language_reads(components, field):
+    import re
+
+    from segments.conditions.spec import parse_field
+
+    pattern = resolve(components, components["ConditionValueFilter"])["properties"]["field"]["pattern"]
+    assert bool(re.search(pattern, field)) == (parse_field(field) is not None)

@@ -6,6 +6,7 @@ from contacts.api.serializers import ContactOutputSerializer
 from core.http.fields import IsoDateTimeField, StrictBooleanField, StrictCharField, StrictEmailField
 from core.http.pagination import NumberedPageSerializer
 from core.http.serializers import OutputSerializer
+from segments.conditions.schema import ConditionField
 from segments.models import SegmentType
 
 
@@ -22,7 +23,7 @@ class SegmentOutputSerializer(OutputSerializer):
     name = serializers.CharField()
     description = serializers.CharField()
     type = SegmentTypeField()
-    condition = serializers.JSONField(allow_null=True)
+    condition = ConditionField(allow_null=True)
     trackMembership = serializers.BooleanField(source="track_membership")
     memberCount = serializers.IntegerField(source="member_count")
     projectId = serializers.UUIDField(source="project_id")
@@ -35,14 +36,14 @@ class SegmentCreateInputSerializer(serializers.Serializer):
     description = StrictCharField(max_length=500, required=False, allow_blank=True)
     type = SegmentTypeField(required=False, default=SegmentType.DYNAMIC)
     # The tree is checked by segments.conditions (paths like condition.groups.0.filters.1.operator).
-    condition = serializers.JSONField(required=False, allow_null=True)
+    condition = ConditionField(required=False, allow_null=True)
     trackMembership = StrictBooleanField(required=False, default=False)
 
 
 class SegmentUpdateInputSerializer(serializers.Serializer):
     name = StrictCharField(max_length=100, required=False)
     description = StrictCharField(max_length=500, required=False, allow_blank=True)
-    condition = serializers.JSONField(required=False, allow_null=True)
+    condition = ConditionField(required=False, allow_null=True)
     trackMembership = StrictBooleanField(required=False)
 
 
