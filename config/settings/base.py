@@ -290,6 +290,10 @@ SPECTACULAR_SETTINGS = {
         "ContactFieldTypeEnum": "contacts.selectors.FIELD_TYPES",
         # The templates' (and campaigns') email type keeps the name it was first published with.
         "TypeEnum": "messaging.models.EmailType",
+        # A filter's operators, shared by segment conditions and workflow CONDITION steps.
+        "FilterValueOperatorEnum": "segments.conditions.schema.VALUE_OPERATORS",
+        "FilterAgeOperatorEnum": "segments.conditions.spec.WITH_UNIT",
+        "FilterPresenceOperatorEnum": "segments.conditions.spec.NO_VALUE",
     },
     "APPEND_COMPONENTS": {},
     "POSTPROCESSING_HOOKS": [

@@ -135,3 +135,35 @@ def test_the_field_pattern_accepts_exactly_the_fields_the_language_reads(compone
 
     pattern = resolve(components, components["ConditionValueFilter"])["properties"]["field"]["pattern"]
     assert bool(re.search(pattern, field)) == (parse_field(field) is not None)
+
+
+def test_a_step_is_a_union_discriminated_by_its_type_with_the_config_of_that_type(components):
+    from workflows.models import StepType
+
+    created = request_schema(components, "/workflows/{id}/steps", "post")
+    answered = components["StepOutput"]
+    assert created["discriminator"]["propertyName"] == answered["discriminator"]["propertyName"] == "type"
+    assert sorted(created["discriminator"]["mapping"]) == sorted(set(StepType.values) - {"TRIGGER"})
+    assert sorted(answered["discriminator"]["mapping"]) == sorted(StepType.values)
+    delay = resolve(components, {"$ref": created["discriminator"]["mapping"]["DELAY"]})
+    assert delay["required"] == ["type", "config"]
+    config = resolve(components, delay["properties"]["config"])
+    assert config["required"] == ["amount", "unit"]
+    assert resolve(components, config["properties"]["unit"])["enum"] == ["days", "hours", "minutes"]
+    condition = resolve(components, {"$ref": answered["discriminator"]["mapping"]["CONDITION"]})
+    assert resolve(components, condition["properties"]["config"])["discriminator"]["propertyName"] == "operator"
+    send = resolve(components, {"$ref": answered["discriminator"]["mapping"]["SEND_EMAIL"]})
+    assert resolve(components, send["properties"]["config"])["required"] == ["templateId"]
+
+
+def test_a_steps_new_config_is_one_of_the_step_types_configs(components):
+    config = request_schema(components, "/workflows/{id}/steps/{step_id}", "patch")["properties"]["config"]
+    assert {entry["$ref"].rsplit("/", 1)[1] for entry in config["anyOf"]} == {
+        "SendEmailStepConfig",
+        "DelayStepConfig",
+        "WaitForEventStepConfig",
+        "StepConditionFilter",
+        "WebhookStepConfig",
+        "UpdateContactStepConfig",
+        "ExitStepConfig",
+    }
