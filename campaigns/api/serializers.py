@@ -1,7 +1,7 @@
 """Input and output serializers of the campaigns endpoints. A campaign's content is a template's: its fields, limits
 and validators are the templates' serializers', extended with the audience and the campaign's state."""
 
-from drf_spectacular.utils import extend_schema_serializer
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from campaigns.models import AudienceType, CampaignStatus
@@ -80,9 +80,23 @@ class CampaignPageSerializer(OutputSerializer):  # of a core.pages.Page
     totalPages = serializers.IntegerField(source="total_pages")
 
 
+@extend_schema_field(
+    {
+        "anyOf": [
+            {"type": "string", "format": "date-time"},
+            {"type": "string", "format": "date", "description": "Its midnight UTC"},
+            {"type": "number", "description": "Milliseconds since the epoch"},
+        ],
+        "nullable": True,
+        "description": "When to send (UTC when the date-time names no offset); null or left out: now",
+    }
+)
+class ScheduleField(serializers.JSONField):
+    """Read by `campaigns.sending.parse_schedule` (400 when it is not a date), as a JavaScript date parser would."""
+
+
 class CampaignSendInputSerializer(serializers.Serializer):
-    # Any JSON value: `campaigns.sending.parse_schedule` reads it (400 when it is not a date).
-    scheduledFor = serializers.JSONField(required=False, allow_null=True)
+    scheduledFor = ScheduleField(required=False, allow_null=True)
 
 
 class CampaignTestInputSerializer(serializers.Serializer):

@@ -167,3 +167,10 @@ def test_a_steps_new_config_is_one_of_the_step_types_configs(components):
         "UpdateContactStepConfig",
         "ExitStepConfig",
     }
+
+
+def test_a_campaign_is_scheduled_with_a_date_time(components):
+    scheduled = request_schema(components, "/campaigns/{id}/send", "post")["properties"]["scheduledFor"]
+    assert scheduled["anyOf"][0] == {"type": "string", "format": "date-time"}
+    assert [kind.get("format", kind["type"]) for kind in scheduled["anyOf"]] == ["date-time", "date", "number"]
+    assert scheduled["nullable"] is True
