@@ -295,10 +295,22 @@ SPECTACULAR_SETTINGS = {
         "FilterAgeOperatorEnum": "segments.conditions.spec.WITH_UNIT",
         "FilterPresenceOperatorEnum": "segments.conditions.spec.NO_VALUE",
     },
-    "APPEND_COMPONENTS": {},
+    "APPEND_COMPONENTS": {
+        "securitySchemes": {
+            # POST /webhooks/incoming/stripe (accounts.billing), which takes no key.
+            "stripeSignature": {
+                "type": "apiKey",
+                "in": "header",
+                "name": "Stripe-Signature",
+                "description": "Stripe's signature of the body with STRIPE_WEBHOOK_SECRET",
+            },
+        },
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "core.http.schema.add_error_components",
+        # After the error components, which it refers to: the provider webhooks, which are not DRF views.
+        "messaging.feedback.api.schema.add_webhook_operations",
     ],
 }
 

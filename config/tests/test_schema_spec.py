@@ -174,3 +174,161 @@ def test_a_campaign_is_scheduled_with_a_date_time(components):
     assert scheduled["anyOf"][0] == {"type": "string", "format": "date-time"}
     assert [kind.get("format", kind["type"]) for kind in scheduled["anyOf"]] == ["date-time", "date", "number"]
     assert scheduled["nullable"] is True
+
+
+@pytest.mark.parametrize(
+    ("path", "content_type", "security"),
+    [
+        ("/webhooks/ses", "text/plain", [{"webhookBasicAuth": []}, {}]),
+        ("/webhooks/postmark", "application/json", [{"webhookBasicAuth": []}]),
+        ("/webhooks/mailgun", "application/json", [{"webhookBasicAuth": []}, {}]),
+        ("/webhooks/brevo", "application/json", [{"webhookBasicAuth": []}]),
+        ("/webhooks/sparkpost", "application/json", [{"webhookBasicAuth": []}]),
+        (
+            "/webhooks/resend",
+            "application/json",
+            [{"svixId": [], "svixTimestamp": [], "svixSignature": []}, {"webhookBasicAuth": []}],
+        ),
+        ("/webhooks/generic", "application/json", [{"heraldTimestamp": [], "heraldSignature": []}]),
+        ("/webhooks/incoming/stripe", "application/json", [{"stripeSignature": []}]),
+    ],
+)
+def test_the_provider_webhooks_are_published_with_their_body_and_authentication(path, content_type, security):
+    schema = published_schema()
+    post = schema["paths"][path]["post"]
+    assert content_type in post["requestBody"]["content"]
+    assert post["security"] == security
+    assert {name for requirement in security for name in requirement} <= set(schema["components"]["securitySchemes"])
+    assert {"200", "400", "403"} <= set(post["responses"])
+    # Neither an API key nor a session: no "wrong kind of API key" answer.
+    assert "401" not in post["responses"] or path == "/webhooks/ses"
+
+
+def test_every_provider_the_webhook_route_serves_is_published(db):
+    from messaging.feedback.api.webhooks import PROVIDER_VIEWS
+
+    published = {
+        path.removeprefix("/webhooks/") for path in published_schema()["paths"] if path.startswith("/webhooks/")
+    }
+    assert set(PROVIDER_VIEWS) | {"generic", "incoming/stripe"} == published
+
+
+GENERIC_EVENTS = [
+    {"id": "e1", "type": "delivered", "messageId": "<m@x>"},
+    {"id": "e1", "type": "bounced", "emailId": "abc", "bounceType": "hard", "reason": None},
+    {"id": "e1", "type": "opened", "emailId": "abc", "bounceType": 3},
+    {"id": "e1", "type": "bounced", "emailId": "abc"},
+    {"id": "e1", "type": "bounced", "emailId": "abc", "bounceType": "late"},
+    {"id": "", "type": "delivered", "messageId": "m"},
+    {"type": "delivered", "messageId": "m"},
+    {"id": "e1", "type": "sent", "messageId": "m"},
+    {"id": "e1", "type": "clicked"},
+    {"id": "e1", "type": "clicked", "messageId": ""},
+    {"id": "e1", "type": "clicked", "emailId": "x" * 65},
+    {"id": "e1", "type": "clicked", "emailId": "x", "link": 4},
+]
+
+
+@pytest.mark.parametrize("event", GENERIC_EVENTS)
+def test_the_generic_webhooks_event_schema_accepts_what_its_parser_accepts(components, event):
+    import json
+
+    import jsonschema
+
+    from messaging.feedback import generic
+
+    try:
+        generic.parse(json.dumps([event]).encode())
+        parsed = True
+    except generic.Malformed:
+        parsed = False
+    valid = jsonschema.Draft4Validator(components["GenericWebhookEvent"]).is_valid(
+        {key: value for key, value in event.items() if value is not None}  # JSON Schema 4 has no `nullable`
+    )
+    assert valid == parsed
+
+
+def _valid(components, name: str, value) -> bool:
+    import jsonschema
+
+    document = {"$ref": f"#/components/schemas/{name}", "components": {"schemas": components}}
+    return jsonschema.Draft4Validator(document).is_valid(value)
+
+
+def _filter(**fields):
+    return {"logic": "AND", "groups": [{"filters": [fields]}]}
+
+
+@pytest.mark.parametrize(
+    ("condition", "accepted"),
+    [
+        (_filter(field="email", operator="contains", value="@example.com"), True),
+        (_filter(field="subscribed", operator="equals", value=True), True),
+        (_filter(field="data.plan.tier", operator="greaterThan", value="3"), True),
+        (_filter(field="createdAt", operator="within", value=7, unit="days"), True),
+        (_filter(field="event.signup", operator="notTriggered"), True),
+        (_filter(field="email.opened", operator="triggeredWithin", value=1, unit="hours"), True),
+        ({"logic": "OR", "groups": [{"conditions": _filter(field="data.a", operator="exists")}]}, True),
+        ({"logic": "AND", "groups": [{"filters": [], "conditions": _filter(field="email", operator="equals", value="a")}]}, True),
+        ({"logic": "XOR", "groups": [{"filters": [{"field": "email", "operator": "equals", "value": "a"}]}]}, False),
+        ({"logic": "AND", "groups": []}, False),
+        ({"logic": "AND", "groups": [{"filters": []}]}, False),
+        (_filter(field="plan", operator="equals", value="pro"), False),
+        (_filter(field="email", operator="like", value="a"), False),
+        (_filter(field="email", operator="equals"), False),
+        (_filter(field="email", operator="equals", value=None), False),
+        (_filter(field="createdAt", operator="within", value=0, unit="days"), False),
+        (_filter(field="createdAt", operator="within", value=2, unit="weeks"), False),
+        (_filter(field="createdAt", operator="within", value=2), False),
+        (_filter(field="data.tags", operator="equals", value=["a"]), False),
+    ],
+)  # fmt: skip
+def test_the_condition_schema_accepts_what_the_validator_accepts(components, condition, accepted):
+    from core.errors import ValidationFailed
+    from segments.conditions import condition_validate
+
+    try:
+        condition_validate(condition)
+        validated = True
+    except ValidationFailed:
+        validated = False
+    assert validated == accepted
+    assert _valid(components, "Condition", condition) == accepted
+
+
+@pytest.mark.parametrize(
+    ("step_type", "config", "accepted"),
+    [
+        ("DELAY", {"amount": 2, "unit": "hours"}, True),
+        ("DELAY", {"amount": 0, "unit": "hours"}, False),
+        ("DELAY", {"amount": 2, "unit": "weeks"}, False),
+        ("DELAY", {"unit": "hours"}, False),
+        ("WAIT_FOR_EVENT", {"eventName": "paid", "timeout": 3600}, True),
+        ("WAIT_FOR_EVENT", {"eventName": "  "}, False),
+        ("WAIT_FOR_EVENT", {"eventName": "paid", "timeout": 0}, False),
+        ("CONDITION", {"field": "context.order.total", "operator": "greaterThan", "value": 10}, True),
+        ("CONDITION", {"field": "contexts.total", "operator": "greaterThan", "value": 10}, False),
+        ("WEBHOOK", {"url": "https://hooks.example.com/x", "method": "PUT", "headers": {"X-A": "b"}, "body": [1]}, True),
+        ("WEBHOOK", {"url": "https://hooks.example.com/x", "method": "TRACE"}, False),
+        ("WEBHOOK", {"url": "https://hooks.example.com/x", "body": "text"}, False),
+        ("WEBHOOK", {"method": "GET"}, False),
+        ("UPDATE_CONTACT", {"updates": {"plan": "pro"}}, True),
+        ("UPDATE_CONTACT", {"subscriptionAction": "unsubscribe"}, True),
+        ("UPDATE_CONTACT", {"subscriptionAction": "none"}, False),
+        ("UPDATE_CONTACT", {}, False),
+        ("EXIT", {}, True),
+        ("EXIT", {"reason": "x" * 501}, False),
+    ],
+)  # fmt: skip
+def test_a_step_config_schema_accepts_what_the_step_validator_accepts(components, project, step_type, config, accepted):
+    from core.errors import ValidationFailed
+    from workflows.configs import step_config_clean
+
+    try:
+        step_config_clean(project=project, step_type=step_type, config=config)
+        validated = True
+    except ValidationFailed:
+        validated = False
+    assert validated == accepted
+    variant = components["StepCreateInputRequest"]["discriminator"]["mapping"][step_type].rsplit("/", 1)[1]
+    assert _valid(components, variant, {"type": step_type, "config": config}) == accepted

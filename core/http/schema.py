@@ -96,10 +96,16 @@ def add_error_components(result, generator, request, public):
     schemas["ErrorEnvelope"] = ERROR_ENVELOPE
     schemas["BareError"] = BARE_ERROR
     error_ref = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}
+    # The API's keys and sessions; a provider's signature (the payment webhook's) is refused otherwise.
+    key_schemes = {
+        name
+        for name, scheme in result["components"].get("securitySchemes", {}).items()
+        if scheme.get("scheme") == "bearer" or scheme.get("in") == "cookie"
+    }
     for path_item in result.get("paths", {}).values():
         for operation in path_item.values():
             responses = operation.setdefault("responses", {})
-            defaults = _error_defaults(operation)
+            defaults = _error_defaults(operation, key_schemes)
             for status, description in defaults.items():
                 responses.setdefault(status, {"description": description, "content": error_ref})
             for status, response in responses.items():
@@ -108,7 +114,7 @@ def add_error_components(result, generator, request, public):
     return result
 
 
-def _error_defaults(operation: dict) -> dict[str, str]:
+def _error_defaults(operation: dict, key_schemes: set[str]) -> dict[str, str]:
     """The error statuses an operation can answer whatever its view declares, from what it takes."""
     parameters = operation.get("parameters", [])
     takes_body = "requestBody" in operation
@@ -117,7 +123,7 @@ def _error_defaults(operation: dict) -> dict[str, str]:
         "400": "Malformed request: a NUL character in the URL, a body that is not a JSON object, a cursor or "
         "Idempotency-Key not valid"
     }
-    if operation.get("security") not in (None, [], [{}]):
+    if any(name in key_schemes for requirement in operation.get("security") or [] for name in requirement):
         defaults["401"] = "Missing, unknown or wrong kind of API key"
         defaults["403"] = "The project is disabled (PROJECT_DISABLED), or the action is not allowed"
     if any(p["in"] == "path" for p in parameters):
