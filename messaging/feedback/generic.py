@@ -51,7 +51,7 @@ def _item(index: int, item) -> FeedbackEvent:
             raise Malformed(f"{index}.{key} must be a string of at most {limit} characters")
     if not item.get("id"):
         raise Malformed(f"{index}.id is required")
-    if item.get("type") not in TYPES:
+    if not isinstance(item.get("type"), str) or item["type"] not in TYPES:
         raise Malformed(f"{index}.type must be one of {', '.join(sorted(TYPES))}")
     if not (item.get("messageId") or item.get("emailId")):
         raise Malformed(f"{index}: messageId or emailId is required")
