@@ -66,6 +66,14 @@ def test_a_send_requires_its_recipients_and_a_content_unless_a_template_gives_it
     ]
 
 
+def test_a_dynamic_segment_is_created_with_its_condition(components):
+    schema = request_schema(components, "/segments", "post")
+    assert schema["required"] == ["name"]
+    dynamic, static = schema["anyOf"]
+    assert dynamic["required"] == ["condition"] and dynamic["properties"]["type"]["pattern"] == "^DYNAMIC$"
+    assert static["required"] == ["type"] and static["properties"]["type"]["pattern"] == "^STATIC$"
+
+
 def test_a_template_is_created_with_its_sender_and_changed_without(components):
     assert request_schema(components, "/templates", "post")["required"] == ["from"]
     assert "required" not in request_schema(components, "/templates/{id}", "patch")

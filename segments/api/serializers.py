@@ -1,5 +1,6 @@
 """Input and output serializers of the segments endpoints, with explicit camelCase names."""
 
+from drf_spectacular.extensions import OpenApiSerializerExtension
 from rest_framework import serializers
 
 from contacts.api.serializers import ContactOutputSerializer
@@ -38,6 +39,24 @@ class SegmentCreateInputSerializer(serializers.Serializer):
     # The tree is checked by segments.conditions (paths like condition.groups.0.filters.1.operator).
     condition = ConditionField(required=False, allow_null=True)
     trackMembership = StrictBooleanField(required=False, default=False)
+
+
+class SegmentCreateInputScheme(OpenApiSerializerExtension):
+    """What the create requires beyond the serializer: a DYNAMIC segment (the default type) its condition."""
+
+    target_class = SegmentCreateInputSerializer
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        # Patterns, not enums: spectacular would take an enum here for the `type` property's own.
+        schema["anyOf"] = [
+            {
+                "required": ["condition"],
+                "properties": {"type": {"type": "string", "pattern": "^DYNAMIC$"}, "condition": {"type": "object"}},
+            },
+            {"required": ["type"], "properties": {"type": {"type": "string", "pattern": "^STATIC$"}}},
+        ]
+        return schema
 
 
 class SegmentUpdateInputSerializer(serializers.Serializer):
