@@ -72,14 +72,15 @@ PROVIDERS = {
 }
 
 _OTHER_TYPES = sorted(generic.TYPES - {BOUNCED})
+_STRINGS = {
+    key: {"type": "string", "nullable": True, "maxLength": limit} for key, limit in generic.STRING_LIMITS.items()
+}
 GENERIC_EVENT = {
     "type": "object",
     "required": ["id", "type"],
     "properties": {
-        **{
-            key: {"type": "string", "nullable": key != "id", "maxLength": limit}
-            for key, limit in generic.STRING_LIMITS.items()
-        },
+        **_STRINGS,
+        "timestamp": {**_STRINGS["timestamp"], "description": "ISO 8601 with a time zone; default now"},
         "id": {
             "type": "string",
             "minLength": 1,
@@ -111,7 +112,6 @@ GENERIC_EVENT = {
         },
     ],
 }
-GENERIC_EVENT["properties"]["timestamp"]["description"] = "ISO 8601 with a time zone; default now"
 GENERIC_RECEIVED = {
     "type": "object",
     "required": ["received", "duplicates"],
