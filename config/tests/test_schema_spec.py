@@ -208,8 +208,9 @@ def test_the_provider_webhooks_are_published_with_their_body_and_authentication(
     assert post["security"] == security
     assert {name for requirement in security for name in requirement} <= set(schema["components"]["securitySchemes"])
     assert {"200", "400", "403"} <= set(post["responses"])
-    # Neither an API key nor a session: no "wrong kind of API key" answer.
+    # Neither an API key nor a session: no "wrong kind of API key" answer; a body that does not parse is a 400.
     assert "401" not in post["responses"] or path == "/webhooks/ses"
+    assert "422" not in post["responses"]
 
 
 def test_every_provider_the_webhook_route_serves_is_published(db):

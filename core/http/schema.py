@@ -117,13 +117,16 @@ def add_error_components(result, generator, request, public):
 def _error_defaults(operation: dict, key_schemes: set[str]) -> dict[str, str]:
     """The error statuses an operation can answer whatever its view declares, from what it takes."""
     parameters = operation.get("parameters", [])
-    takes_body = "requestBody" in operation
+    security = operation.get("security") or []
+    keyed = any(name in key_schemes for requirement in security for name in requirement)
+    # A body signed by a provider (the payment webhook's) is checked by its signature, not validated field by field.
+    takes_body = "requestBody" in operation and (keyed or not any(security))
     # Any URL may carry a NUL character (`core.http.sanity`), so every operation can answer 400.
     defaults = {
         "400": "Malformed request: a NUL character in the URL, a body that is not a JSON object, a cursor or "
         "Idempotency-Key not valid"
     }
-    if any(name in key_schemes for requirement in operation.get("security") or [] for name in requirement):
+    if keyed:
         defaults["401"] = "Missing, unknown or wrong kind of API key"
         defaults["403"] = "The project is disabled (PROJECT_DISABLED), or the action is not allowed"
     if any(p["in"] == "path" for p in parameters):
