@@ -1,7 +1,7 @@
 """Input and output serializers of the campaigns endpoints. A campaign's content is a template's: its fields, limits
 and validators are the templates' serializers', extended with the audience and the campaign's state."""
 
-from drf_spectacular.utils import extend_schema_serializer
+from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
 from campaigns.models import AudienceType, CampaignStatus
@@ -9,6 +9,7 @@ from core.http.fields import IsoDateTimeField, StrictCharField, StrictEmailField
 from core.http.serializers import OutputSerializer
 from messaging.content.serializers import TemplateInputSerializer, TemplateOutputSerializer
 from messaging.vocabulary import body_size, no_line_breaks
+from segments.conditions.schema import ConditionField
 
 
 class CampaignInputSerializer(TemplateInputSerializer):
@@ -20,7 +21,7 @@ class CampaignInputSerializer(TemplateInputSerializer):
     audienceType = serializers.ChoiceField(source="audience_type", choices=AudienceType.choices, required=False)
     segmentId = serializers.UUIDField(source="segment_id", required=False, allow_null=True)
     # The tree is checked by segments.conditions (paths like audienceCondition.groups.0.filters.1.operator).
-    audienceCondition = serializers.JSONField(source="audience_condition", required=False, allow_null=True)
+    audienceCondition = ConditionField(source="audience_condition", required=False, allow_null=True)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -51,7 +52,7 @@ class CampaignCountersSerializer(OutputSerializer):
 class CampaignOutputSerializer(TemplateOutputSerializer, CampaignCountersSerializer):
     status = serializers.ChoiceField(choices=CampaignStatus.choices)
     audienceType = serializers.ChoiceField(source="audience_type", choices=AudienceType.choices)
-    audienceCondition = serializers.JSONField(source="audience_condition", allow_null=True)
+    audienceCondition = ConditionField(source="audience_condition", allow_null=True)
     segmentId = serializers.UUIDField(source="segment_id", allow_null=True)
     segment = CampaignSegmentSerializer(allow_null=True)
     scheduledFor = IsoDateTimeField(source="scheduled_for", allow_null=True)
@@ -79,9 +80,23 @@ class CampaignPageSerializer(OutputSerializer):  # of a core.pages.Page
     totalPages = serializers.IntegerField(source="total_pages")
 
 
+@extend_schema_field(
+    {
+        "anyOf": [
+            {"type": "string", "format": "date-time"},
+            {"type": "string", "format": "date", "description": "Its midnight UTC"},
+            {"type": "number", "description": "Milliseconds since the epoch"},
+        ],
+        "nullable": True,
+        "description": "When to send (UTC when the date-time names no offset); null or left out: now",
+    }
+)
+class ScheduleField(serializers.JSONField):
+    """Read by `campaigns.sending.parse_schedule` (400 when it is not a date), as a JavaScript date parser would."""
+
+
 class CampaignSendInputSerializer(serializers.Serializer):
-    # Any JSON value: `campaigns.sending.parse_schedule` reads it (400 when it is not a date).
-    scheduledFor = serializers.JSONField(required=False, allow_null=True)
+    scheduledFor = ScheduleField(required=False, allow_null=True)
 
 
 class CampaignTestInputSerializer(serializers.Serializer):

@@ -264,7 +264,7 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": [],
     "EXCEPTION_HANDLER": "core.http.exceptions.exception_handler",
     "DEFAULT_METADATA_CLASS": "core.http.metadata.ApiMetadata",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "core.http.schema.AutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
 
@@ -290,11 +290,27 @@ SPECTACULAR_SETTINGS = {
         "ContactFieldTypeEnum": "contacts.selectors.FIELD_TYPES",
         # The templates' (and campaigns') email type keeps the name it was first published with.
         "TypeEnum": "messaging.models.EmailType",
+        # A filter's operators, shared by segment conditions and workflow CONDITION steps.
+        "FilterValueOperatorEnum": "segments.conditions.schema.VALUE_OPERATORS",
+        "FilterAgeOperatorEnum": "segments.conditions.spec.WITH_UNIT",
+        "FilterPresenceOperatorEnum": "segments.conditions.spec.NO_VALUE",
     },
-    "APPEND_COMPONENTS": {},
+    "APPEND_COMPONENTS": {
+        "securitySchemes": {
+            # POST /webhooks/incoming/stripe (accounts.billing), which takes no key.
+            "stripeSignature": {
+                "type": "apiKey",
+                "in": "header",
+                "name": "Stripe-Signature",
+                "description": "Stripe's signature of the body with STRIPE_WEBHOOK_SECRET",
+            },
+        },
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "core.http.schema.add_error_components",
+        # After the error components, which it refers to: the provider webhooks, which are not DRF views.
+        "messaging.feedback.api.schema.add_webhook_operations",
     ],
 }
 

@@ -28,6 +28,14 @@ class TemplateInputSerializer(serializers.Serializer):
         self.fields["from"] = serializers.EmailField(source="from_email", max_length=320, required=False)
 
 
+class TemplateCreateInputSerializer(TemplateInputSerializer):
+    """POST /templates: a template needs its sender (PATCH leaves it out like every other field)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["from"].required = True
+
+
 class TemplateOutputSerializer(OutputSerializer):
     id = serializers.UUIDField()
     name = serializers.CharField()

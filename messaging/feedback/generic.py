@@ -17,7 +17,15 @@ from messaging.feedback.signatures import generic_signature_valid
 PROVIDER = "generic"
 TYPES = {DELIVERED, BOUNCED, COMPLAINED, OPENED, CLICKED}
 MAX_EVENTS = 1000
-_STRINGS = {"id": 255, "messageId": 255, "emailId": 64, "timestamp": 64, "reason": 2000, "recipient": 320, "link": 4096}
+STRING_LIMITS = {
+    "id": 255,
+    "messageId": 255,
+    "emailId": 64,
+    "timestamp": 64,
+    "reason": 2000,
+    "recipient": 320,
+    "link": 4096,
+}
 
 
 class Malformed(ValueError):
@@ -37,13 +45,13 @@ def signature_valid(request) -> bool:
 def _item(index: int, item) -> FeedbackEvent:
     if not isinstance(item, dict):
         raise Malformed(f"Item {index} is not an object")
-    for key, limit in _STRINGS.items():
+    for key, limit in STRING_LIMITS.items():
         value = item.get(key)
         if value is not None and (not isinstance(value, str) or len(value) > limit):
             raise Malformed(f"{index}.{key} must be a string of at most {limit} characters")
     if not item.get("id"):
         raise Malformed(f"{index}.id is required")
-    if item.get("type") not in TYPES:
+    if not isinstance(item.get("type"), str) or item["type"] not in TYPES:
         raise Malformed(f"{index}.type must be one of {', '.join(sorted(TYPES))}")
     if not (item.get("messageId") or item.get("emailId")):
         raise Malformed(f"{index}: messageId or emailId is required")

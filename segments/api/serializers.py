@@ -1,11 +1,13 @@
 """Input and output serializers of the segments endpoints, with explicit camelCase names."""
 
+from drf_spectacular.extensions import OpenApiSerializerExtension
 from rest_framework import serializers
 
 from contacts.api.serializers import ContactOutputSerializer
 from core.http.fields import IsoDateTimeField, StrictBooleanField, StrictCharField, StrictEmailField
 from core.http.pagination import NumberedPageSerializer
 from core.http.serializers import OutputSerializer
+from segments.conditions.schema import ConditionField
 from segments.models import SegmentType
 
 
@@ -22,7 +24,7 @@ class SegmentOutputSerializer(OutputSerializer):
     name = serializers.CharField()
     description = serializers.CharField()
     type = SegmentTypeField()
-    condition = serializers.JSONField(allow_null=True)
+    condition = ConditionField(allow_null=True)
     trackMembership = serializers.BooleanField(source="track_membership")
     memberCount = serializers.IntegerField(source="member_count")
     projectId = serializers.UUIDField(source="project_id")
@@ -35,14 +37,32 @@ class SegmentCreateInputSerializer(serializers.Serializer):
     description = StrictCharField(max_length=500, required=False, allow_blank=True)
     type = SegmentTypeField(required=False, default=SegmentType.DYNAMIC)
     # The tree is checked by segments.conditions (paths like condition.groups.0.filters.1.operator).
-    condition = serializers.JSONField(required=False, allow_null=True)
+    condition = ConditionField(required=False, allow_null=True)
     trackMembership = StrictBooleanField(required=False, default=False)
+
+
+class SegmentCreateInputScheme(OpenApiSerializerExtension):
+    """What the create requires beyond the serializer: a DYNAMIC segment (the default type) its condition."""
+
+    target_class = SegmentCreateInputSerializer
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        # Patterns, not enums: spectacular would take an enum here for the `type` property's own.
+        schema["anyOf"] = [
+            {
+                "required": ["condition"],
+                "properties": {"type": {"type": "string", "pattern": "^DYNAMIC$"}, "condition": {"type": "object"}},
+            },
+            {"required": ["type"], "properties": {"type": {"type": "string", "pattern": "^STATIC$"}}},
+        ]
+        return schema
 
 
 class SegmentUpdateInputSerializer(serializers.Serializer):
     name = StrictCharField(max_length=100, required=False)
     description = StrictCharField(max_length=500, required=False, allow_blank=True)
-    condition = serializers.JSONField(required=False, allow_null=True)
+    condition = ConditionField(required=False, allow_null=True)
     trackMembership = StrictBooleanField(required=False)
 
 

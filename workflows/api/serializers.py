@@ -213,19 +213,23 @@ class WorkflowUpdateInputSerializer(serializers.Serializer):
     allowReentry = StrictBooleanField(required=False)
 
 
+class StepConfigField(serializers.JSONField):
+    """A step's config, checked per step type by workflows.configs (paths like config.amount); its schema is
+    workflows.api.schema's."""
+
+
 class StepCreateInputSerializer(serializers.Serializer):
     type = AddableStepTypeField()
     name = StrictCharField(max_length=255, required=False, allow_blank=True)
     position = PositionSerializer(required=False)
-    # Checked per step type by workflows.configs (paths like config.amount).
-    config = serializers.JSONField(required=False, allow_null=True)
+    config = StepConfigField(required=False, allow_null=True)
     autoConnect = StrictBooleanField(required=False, default=True)
 
 
 class StepUpdateInputSerializer(serializers.Serializer):
     name = StrictCharField(max_length=255, required=False, allow_blank=True)
     position = PositionSerializer(required=False)
-    config = serializers.JSONField(required=False, allow_null=True)
+    config = StepConfigField(required=False, allow_null=True)
 
 
 class TransitionCreateInputSerializer(serializers.Serializer):

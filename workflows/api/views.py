@@ -15,6 +15,7 @@ from core.http.schema import ERROR_RESPONSE as ERROR
 from core.http.schema import count_parameter
 from core.http.validation import validate
 from workflows import selectors, services
+from workflows.api import schema  # noqa: F401 (registers the step unions of the OpenAPI schema)
 from workflows.api import serializers as s
 from workflows.models import ExecutionStatus, Workflow
 

@@ -2,6 +2,7 @@
 browser session's, docs/billing.md) and `POST /webhooks/incoming/stripe`, the payment provider's events,
 authenticated by their signature alone."""
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
@@ -26,7 +27,9 @@ class StripeWebhookView(PublicApiView):
 
     @extend_schema(
         summary="Payment provider events (subscription changes), signed with the webhook secret",
-        request=None,
+        description="Stripe's event as it sends it; no key: the Stripe-Signature header authenticates it.",
+        request={"application/json": OpenApiTypes.OBJECT},
+        auth=[{"stripeSignature": []}],
         responses={200: s.WebhookReceivedSerializer, 400: ERROR_RESPONSE, 403: ERROR_RESPONSE},
     )
     def post(self, request):

@@ -48,7 +48,7 @@ class TemplateViewSet(ProjectScopedViewSet):
 
     @extend_schema(
         summary="Create a template",
-        request=s.TemplateInputSerializer,
+        request=s.TemplateCreateInputSerializer,
         responses={
             201: s.TemplateOutputSerializer,
             400: bare_or_envelope_400("`{error}` when `from` is missing; the envelope for a malformed body"),
@@ -57,7 +57,7 @@ class TemplateViewSet(ProjectScopedViewSet):
     def create(self, request):
         if not request.data.get("from"):
             raise BareError("from is required: the sender address of the template")
-        values = validate(s.TemplateInputSerializer, request.data)
+        values = validate(s.TemplateCreateInputSerializer, request.data)
         template = services.template_create(project=self.project, **values)
         return Response(s.TemplateOutputSerializer(template).data, status=201)
 

@@ -508,6 +508,9 @@ def test_generic_unsigned_is_403(client):
         b'[{"id": "1", "type": "delivered", "emailId": "x", "timestamp": "yesterday"}]',
         b'[{"id": 5, "type": "delivered", "emailId": "x"}]',
         b'["x"]',
+        # Found by the schema fuzz test: a type that is not a string was a 500.
+        b'[{"id": "1", "type": {"a": 1}, "emailId": "x"}]',
+        b'[{"id": "1", "type": ["delivered"], "emailId": "x"}]',
     ],
 )
 def test_generic_malformed_bodies_are_400(client, body):
