@@ -29,3 +29,15 @@ def test_refuses_outside_debug(settings):
     settings.DEBUG = False
     with pytest.raises(CommandError):
         call_command("bootstrap_dev")
+
+
+def test_a_lost_credentials_file_says_how_to_start_afresh(settings, tmp_path):
+    """The secret key is kept only as a hash: without the file the keys cannot be shown again, so the command says
+    so (it failed with the sender domain's conflict before)."""
+    settings.DEBUG = True
+    settings.VAR_DIR = tmp_path
+    call_command("bootstrap_dev")
+    (tmp_path / "dev-credentials.json").unlink()
+    with pytest.raises(CommandError, match="is gone but the development database is still here; `make clean-dev`"):
+        call_command("bootstrap_dev")
+    assert Project.objects.count() == 1

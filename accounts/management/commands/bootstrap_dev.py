@@ -27,8 +27,12 @@ class Command(BaseCommand):
         if not settings.DEBUG:
             raise CommandError("bootstrap_dev is for development installs (DEBUG=true) only")
         path = settings.VAR_DIR / "dev-credentials.json"
+        start_afresh = "`make clean-dev` starts the development install afresh (database and credentials)"
         if path.exists():
             credentials = json.loads(path.read_text())
+        elif User.objects.filter(email=ADMIN_EMAIL).exists():
+            # The secret key is stored only as a hash: without the file, the development project's keys are lost.
+            raise CommandError(f"{path} is gone but the development database is still here; {start_afresh}")
         else:
             password = secrets.token_urlsafe(12)
             admin, created = user_get_or_create(email=ADMIN_EMAIL, password=password)
@@ -48,7 +52,7 @@ class Command(BaseCommand):
             path.write_text(json.dumps(credentials, indent=2))
             path.chmod(0o600)
         if not User.objects.filter(email=credentials["adminEmail"]).exists():
-            raise CommandError(f"{path} does not match the database; delete it to start over")
+            raise CommandError(f"{path} does not match the database; {start_afresh}")
         base = settings.PUBLIC_URL
         self.stdout.write(
             "\n".join(
