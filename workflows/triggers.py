@@ -2,18 +2,23 @@
 
 Every recorded event passes through `on_events_recorded`; most concern no workflow, and for those the answer must
 cost next to nothing. Each process keeps, per project, the enabled EVENT triggers by event name and the event names
-its WAIT_FOR_EVENT steps wait for (`ProjectTriggers`), and compares the copy's version with the project's before each
-batch of events, so that an event recorded after a change was answered sees it, in whichever process:
+its WAIT_FOR_EVENT steps wait for (`ProjectTriggers`), and checks the copy's version against the project's at most
+every `CHECK_SECONDS`:
 
 - with Redis as the cache, the version is a token that every change of a workflow or a step replaces after its
-  commit (`triggers_changed`): one Redis read per batch;
+  commit (`triggers_changed`): one Redis read;
 - with a cache of the process's own (local memory, the development default), where a token would change in one
   process only, the version is read from the workflows' rows (their number and latest `updated_at`, which every
-  change moves): one small query per batch.
+  change moves): one small query.
+
+A change waits `CHECK_SECONDS` after its commit before it is answered: by then every process's copy is either
+checked again or new, so an event recorded after the answer, in whichever process, sees the change (a workflow
+enabled by a PATCH starts for the very next matching event).
 """
 
 import logging
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 
@@ -37,9 +42,13 @@ class ProjectTriggers:
     triggers: dict[str, list[Trigger]] = field(default_factory=dict)
     waited: frozenset[str] = frozenset()
     version: bytes | str | None = None
+    checked_at: float = 0.0
 
 
 logger = logging.getLogger(__name__)
+# How long a process trusts its copy before checking the version again, and so how long a change waits before it is
+# answered: a version read on every batch of events would cost a round trip on the tracking path.
+CHECK_SECONDS = 0.1
 _copies: dict = {}
 _lock = threading.Lock()
 
@@ -59,11 +68,13 @@ def triggers_changed(*, project_id) -> None:
         client = redis_client(caches["default"])
         if client is not None:
             client.set(_version_key(project_id), uuid.uuid4().hex)
+        time.sleep(CHECK_SECONDS)  # until every copy checked before the change has expired
 
     after_commit(bump, what=f"mark the workflow triggers of project {project_id} changed (a cache miss reloads)")
 
 
-def _load(project_id, version: bytes | str | None) -> ProjectTriggers:
+def _load(project_id, version: bytes | str | None, checked_at: float = 0.0) -> ProjectTriggers:
+    # `checked_at`: when `version` was read (before the rows), which is how long the copy is trusted from.
     triggers: dict[str, list[Trigger]] = {}
     enabled = (
         Workflow.objects.filter(project_id=project_id, enabled=True, trigger_type=TriggerType.EVENT)
@@ -86,6 +97,7 @@ def _load(project_id, version: bytes | str | None) -> ProjectTriggers:
         triggers=triggers,
         waited=frozenset(name for name in waited if name),
         version=version,
+        checked_at=checked_at,
     )
 
 
@@ -108,9 +120,12 @@ def _rows_version(project_id) -> str:
 
 
 def project_triggers(project_id) -> ProjectTriggers:
-    """This process's copy of the project's triggers and waited-for event names, reloaded when the project's version
-    differs from the copy's."""
+    """This process's copy of the project's triggers and waited-for event names, checked against the project's
+    version at most every `CHECK_SECONDS` and reloaded when they differ."""
     copy = _copies.get(project_id)
+    now = time.monotonic()
+    if copy is not None and now - copy.checked_at < CHECK_SECONDS:
+        return copy
     client = redis_client(caches["default"])
     try:
         version = _shared_version(client, project_id) if client is not None else _rows_version(project_id)
@@ -119,8 +134,9 @@ def project_triggers(project_id) -> ProjectTriggers:
         logger.warning("Workflow triggers of project %s read without the cache", project_id, exc_info=True)
         return _load(project_id, None)
     if copy is not None and copy.version == version:
+        copy.checked_at = now
         return copy
     with _lock:
-        copy = _load(project_id, version)
+        copy = _load(project_id, version, checked_at=now)
         _copies[project_id] = copy
     return copy

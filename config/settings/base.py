@@ -315,7 +315,8 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Celery ---------------------------------------------------------------------------------------------------------
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
+# The filesystem transport ignores the host, but kombu warns on every connection without one.
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://localhost/")
 
 
 def filesystem_broker_options(folder: Path) -> dict:

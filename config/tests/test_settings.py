@@ -40,7 +40,7 @@ def test_embedded_defaults_need_no_server():
     assert values["db"] == "django.db.backends.sqlite3"
     assert values["cache"] == "django.core.cache.backends.locmem.LocMemCache"
     assert values["email"] == "messaging.sending.outbox.EmailBackend"
-    assert values["broker"] == "filesystem://"
+    assert values["broker"] == "filesystem://localhost/"
     assert (values["dns"], values["limit"], values["ttl"]) == ([], 1000, 24)
     # Where the README says to look (django-environ alone made it relative to the working directory).
     assert values["outbox"] == str(settings.BASE_DIR / "var" / "outbox")
