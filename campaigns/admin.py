@@ -19,7 +19,7 @@ from campaigns.composer import AUDIENCE_FIELDS, CampaignForm, composer_preview, 
 from campaigns.models import EDITABLE, Campaign, CampaignStatus
 from campaigns.selectors import campaign_audience, campaign_render
 from campaigns.sending import campaign_cancel, campaign_fan_out_resume, campaign_send, campaign_send_test
-from campaigns.services import campaign_duplicate
+from campaigns.services import campaign_delete, campaign_duplicate
 from campaigns.stats import campaign_stats_rebuild
 from core.errors import ServiceError, ValidationFailed
 
@@ -74,6 +74,22 @@ class CampaignAdmin(admin.ModelAdmin):
     def has_change_permission(self, request, obj=None):
         # A campaign that is no longer a plan (SENDING, SENT, CANCELLED) is shown read-only, as the API refuses it.
         return super().has_change_permission(request, obj) and (obj is None or obj.status in EDITABLE)
+
+    def has_delete_permission(self, request, obj=None):
+        # The API's rule (`campaign_delete`): a SCHEDULED or SENDING campaign is cancelled before it is deleted.
+        active = obj is not None and obj.status in (CampaignStatus.SCHEDULED, CampaignStatus.SENDING)
+        return super().has_delete_permission(request, obj) and not active
+
+    def delete_model(self, request, obj):
+        campaign_delete(campaign=obj)
+
+    def delete_queryset(self, request, queryset):
+        # "Delete selected" as the API deletes: one by one through the service, the active ones refused by name.
+        for campaign in queryset:
+            try:
+                campaign_delete(campaign=campaign)
+            except ServiceError as refused:
+                self.message_user(request, f"{campaign.name}: {refused.message}", messages.ERROR)
 
     # Sending, scheduling and cancelling are an operator's changes of any campaign, editable or not: they ask for the
     # user's own model permission (`change_campaign`; `add_campaign` to duplicate), not for the form's.

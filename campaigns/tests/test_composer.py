@@ -289,3 +289,23 @@ def test_a_staff_user_without_the_change_permission_is_refused(project, create_c
         assert client.post(change(campaign["id"], action), {"email": project.owner_email}).status_code == 403
     row = Campaign.objects.get(pk=campaign["id"])
     assert (row.name, row.status) == ("November news", "DRAFT")
+
+
+def test_deleting_in_the_admin_follows_the_apis_rule(admin_client, create_campaign):
+    """A draft is deleted through the service; a scheduled one offers no delete, and "Delete selected" names it as
+    one it may not delete, as the API's 409 does, until it is cancelled."""
+    draft = create_campaign(name="Draft")
+    planned = create_campaign(name="Planned")
+    Campaign.objects.filter(pk=planned["id"]).update(status="SCHEDULED", scheduled_for=timezone.now())
+
+    assert admin_client.get(f"/admin/campaigns/campaign/{planned['id']}/delete/").status_code == 403
+    listing = "/admin/campaigns/campaign/"
+    both = {"action": "delete_selected", "_selected_action": [draft["id"], planned["id"]]}
+    confirm = admin_client.post(listing, both).content.decode()
+    assert "Cannot delete campaigns" in confirm and "permission to delete the following types of objects" in confirm
+    assert admin_client.post(listing, {**both, "post": "yes"}).status_code == 403
+    assert Campaign.objects.count() == 2
+
+    answer = admin_client.post(listing, {"action": "delete_selected", "_selected_action": [draft["id"]], "post": "yes"})
+    assert answer.status_code == 302
+    assert list(Campaign.objects.values_list("name", flat=True)) == ["Planned"]
