@@ -4,7 +4,6 @@ unions discriminated by the step `type`. A config that does not fit is a 422 wit
 import copy
 
 from drf_spectacular.extensions import OpenApiSerializerExtension, OpenApiSerializerFieldExtension
-from inflection import camelize
 
 from segments.conditions.schema import DATA_PATH, FIELD, filter_components, ref, register
 from workflows import configs
@@ -124,7 +123,7 @@ OPTIONAL_CONFIG = {StepType.EXIT}
 
 
 def _name(step_type: str, suffix: str) -> str:
-    return camelize(step_type.lower()) + suffix
+    return "".join(word.capitalize() for word in step_type.split("_")) + suffix
 
 
 def _components() -> dict[str, dict]:
