@@ -27,9 +27,8 @@ migrate: install
 # Web server, the Celery workers (one for delivery alone, one for the other queues: docs/operations.md "Queues"),
 # celery-beat and the SMTP listeners in one terminal; Ctrl-C stops them all. With job control (`set -m`) each runs in
 # a process group of its own, out of reach of the terminal's Ctrl-C: the trap stops each once, with SIGTERM, which
-# every one of them takes as "finish and exit" (gunicorn's graceful stop, Celery's warm shutdown). The trap first
-# ignores further signals (make passes its own SIGTERM on to this shell, which killed before its `kill` would leave
-# the processes running) and silences the shell's job notices; a `kill 0` would signal the trap's shell again.
+# every one of them takes as "finish and exit" (gunicorn's graceful stop, Celery's warm shutdown). A second signal
+# would turn those into hurried ones with warnings; a `kill 0` would signal the trap's own shell again and again.
 run: export DEBUG ?= true
 run: export PUBLIC_URL ?= http://localhost:$(PORT)
 # The SMTP listeners on loopback, where AUTH without TLS is allowed (docs/smtp.md).
@@ -38,7 +37,7 @@ run: export SMTP_INBOUND_LISTEN ?= 127.0.0.1:2525
 run: export SMTP_ALLOW_PLAINTEXT_AUTH ?= true
 run: .env migrate
 	$(BIN)/python manage.py bootstrap_dev
-	set -m; trap 'trap "" INT TERM HUP; trap - EXIT; exec 2>/dev/null; kill $$(jobs -p); wait; exit 0' INT TERM HUP EXIT; \
+	set -m; trap 'trap - INT TERM HUP EXIT; set +m; kill $$(jobs -p) 2>/dev/null; wait; exit 0' INT TERM HUP EXIT; \
 	$(BIN)/gunicorn -c config/gunicorn.py config.wsgi --bind 127.0.0.1:$(PORT) --access-logfile - & \
 	$(BIN)/celery -A config worker --loglevel INFO -n delivery@%h -Q delivery --concurrency 1 & \
 	$(BIN)/celery -A config worker --loglevel INFO -n work@%h -Q workflows,bulk,periodic,celery --concurrency 2 & \
