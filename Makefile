@@ -24,11 +24,8 @@ install-dev: $(BIN)/.installed-dev
 migrate: install
 	$(BIN)/python manage.py migrate --no-input -v 0
 
-# Web server, the Celery workers (one for delivery alone, one for the other queues: docs/operations.md "Queues"),
-# celery-beat and the SMTP listeners in one terminal; Ctrl-C stops them all. With job control (`set -m`) each runs in
-# a process group of its own, out of reach of the terminal's Ctrl-C: the trap stops each once, with SIGTERM, which
-# every one of them takes as "finish and exit" (gunicorn's graceful stop, Celery's warm shutdown). A second signal
-# would turn those into hurried ones with warnings; a `kill 0` would signal the trap's own shell again and again.
+# The web server, the Celery workers, celery-beat and the SMTP listeners in one terminal (config/devrun.py); Ctrl-C
+# stops them all.
 run: export DEBUG ?= true
 run: export PUBLIC_URL ?= http://localhost:$(PORT)
 # The SMTP listeners on loopback, where AUTH without TLS is allowed (docs/smtp.md).
@@ -37,13 +34,7 @@ run: export SMTP_INBOUND_LISTEN ?= 127.0.0.1:2525
 run: export SMTP_ALLOW_PLAINTEXT_AUTH ?= true
 run: .env migrate
 	$(BIN)/python manage.py bootstrap_dev
-	set -m; trap 'trap - INT TERM HUP EXIT; set +m; kill $$(jobs -p) 2>/dev/null; wait; exit 0' INT TERM HUP EXIT; \
-	$(BIN)/gunicorn -c config/gunicorn.py config.wsgi --bind 127.0.0.1:$(PORT) --access-logfile - & \
-	$(BIN)/celery -A config worker --loglevel INFO -n delivery@%h -Q delivery --concurrency 1 & \
-	$(BIN)/celery -A config worker --loglevel INFO -n work@%h -Q workflows,bulk,periodic,celery --concurrency 2 & \
-	$(BIN)/celery -A config beat --loglevel INFO & \
-	$(BIN)/python manage.py smtp_server & \
-	wait
+	$(BIN)/python manage.py run_dev --port $(PORT)
 
 # The checkout of `make run` is a development install: commands run in it (`manage.py doctor`, `export_contacts`)
 # read this and need nothing set by hand. An existing .env is left as it is.

@@ -3,8 +3,11 @@ import os
 
 from celery import Celery, signals
 
+from core import filesystem_broker
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.base")
 
+filesystem_broker.register()
 app = Celery("herald")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()

@@ -339,6 +339,9 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     CELERY_BROKER_TRANSPORT_OPTIONS = filesystem_broker_options(
         Path(env.str("CELERY_BROKER_FOLDER", default=str(VAR_DIR / "broker")))
     )
+    # Without an event loop the worker's timer is a thread that sleeps this long between checks, and a stopping
+    # worker waits for it to wake (Celery's default: a second). Its polls are short too (core/filesystem_broker.py).
+    CELERY_WORKER_TIMER_PRECISION = 0.1
 else:
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": BROKER_VISIBILITY_TIMEOUT}
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from config.devrun import dev_processes
 from config.queues import DELIVERY, QUEUES
 
 ROOT = Path(settings.BASE_DIR)
@@ -58,7 +59,7 @@ def test_the_one_host_default_gives_delivery_a_worker_of_its_own_and_consumes_ev
     expected = sorted([[DELIVERY], sorted(set(QUEUES) - {DELIVERY})])
     for name, text in {
         "deploy/systemd": units,
-        "Makefile": (ROOT / "Makefile").read_text(),
+        "make run": "\n".join(" ".join(command) for command in dev_processes(port=8000).values()),
         "README.md": (ROOT / "README.md").read_text(),
         ".ci/production.sh": (ROOT / ".ci" / "production.sh").read_text(),
     }.items():
