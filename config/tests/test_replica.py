@@ -10,6 +10,7 @@ from django.conf import settings
 from django.contrib import admin
 from django.core.management import call_command
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
 from config.tests.processes import free_port
@@ -31,6 +32,8 @@ def _with_replica(settings_dict: dict):
         yield connections[REPLICA]
         return
     connections.settings[REPLICA] = settings_dict
+    routed = override_settings(DATABASE_ROUTERS=["core.replica.ReplicaRouter"])
+    routed.enable()
     wrapper = connections.create_connection(REPLICA)
     # Named apart from its alias: Django's test case refuses connections to the aliases of the settings it was not
     # told of, and this one was added after the test case was made.
@@ -39,6 +42,7 @@ def _with_replica(settings_dict: dict):
     try:
         yield wrapper
     finally:
+        routed.disable()
         wrapper.close()
         del connections[REPLICA]
         del connections.settings[REPLICA]

@@ -121,10 +121,10 @@ def test_a_replica_url_adds_a_replica_with_the_primarys_connection_settings():
     probe = (
         "import json, django; django.setup(); from django.conf import settings as s; "
         "print(json.dumps({alias: {k: db.get(k) for k in ('HOST', 'PORT', 'CONN_MAX_AGE', 'CONN_HEALTH_CHECKS', "
-        "'OPTIONS')} for alias, db in s.DATABASES.items()}))"
+        "'OPTIONS')} for alias, db in s.DATABASES.items()} | {'routers': s.DATABASE_ROUTERS}))"
     )
     primary_only = json.loads(fresh_interpreter(probe, DATABASE_URL="postgres://herald@db.internal:5432/herald"))
-    assert list(primary_only) == ["default"]
+    assert list(primary_only) == ["default", "routers"] and primary_only["routers"] == []
     databases = json.loads(
         fresh_interpreter(
             probe,
@@ -135,6 +135,7 @@ def test_a_replica_url_adds_a_replica_with_the_primarys_connection_settings():
         )
     )
     default, replica = databases["default"], databases["replica"]
+    assert databases["routers"] == ["core.replica.ReplicaRouter"]
     assert (replica["HOST"], replica["PORT"]) == ("db-replica.internal", 5433)
     assert replica["CONN_MAX_AGE"] == default["CONN_MAX_AGE"] == 30
     assert "server_side_binding" not in replica["OPTIONS"] and "server_side_binding" not in default["OPTIONS"]
