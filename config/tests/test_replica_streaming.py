@@ -49,7 +49,8 @@ def _as_server_user(command: list) -> list[str]:
 
 
 def _run(command: list, **kwargs) -> None:
-    subprocess.run(command, check=True, capture_output=True, timeout=60, **kwargs)
+    done = subprocess.run([str(part) for part in command], capture_output=True, text=True, timeout=60, **kwargs)
+    assert done.returncode == 0, f"{' '.join(map(str, command))} failed: {done.stderr}"
 
 
 class Cluster:
@@ -98,9 +99,9 @@ FAST = {
 
 
 @pytest.fixture(scope="module")
-def served(django_db_setup, django_db_blocker):
-    """A primary with the test database's schema, its streaming replica and a gunicorn on both; yields the server's
-    address, the secret key of a project, the replica cluster and the server's log file."""
+def served(django_db_setup):
+    """A primary with the test database's schema, its streaming replica and a gunicorn on both; yields a client of
+    the server with a project's secret key, the replica cluster and the server's log file."""
     if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
         pytest.skip("a streaming replica is PostgreSQL's: run with DATABASE_URL=postgres://...")
     bin_dir = _server_bin()
@@ -126,41 +127,16 @@ def served(django_db_setup, django_db_blocker):
         _run([bin_dir / "pg_dump", "--no-owner", "--no-privileges", "-f", schema, database_url()])
         _run([bin_dir / "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", primary.url(), "-f", schema])
 
-        _run(
-            _as_server_user(
-                [
-                    bin_dir / "pg_basebackup",
-                    "-h",
-                    "127.0.0.1",
-                    "-p",
-                    primary_port,
-                    "-U",
-                    "postgres",
-                    "-D",
-                    replica.data,
-                    "-R",
-                    "-X",
-                    "stream",
-                    "--checkpoint=fast",
-                ]
-            )
-        )
+        backup = f"-h 127.0.0.1 -p {primary_port} -U postgres -D {replica.data} -R -X stream --checkpoint=fast"
+        _run(_as_server_user([bin_dir / "pg_basebackup", *backup.split()]))
         replica.configure(port=replica_port, recovery_min_apply_delay=f"{APPLY_DELAY_SECONDS}s")
         stack.callback(replica.stop)
         replica.start()
 
         env = process_env(DATABASE_URL=primary.url(), DATABASE_REPLICA_URL=replica.url())
+        create = "manage.py create_project --name Shop --owner-email ops@shop.test --json"
         made = subprocess.run(
-            [
-                BIN / "python",
-                "manage.py",
-                "create_project",
-                "--name",
-                "Shop",
-                "--owner-email",
-                "ops@shop.test",
-                "--json",
-            ],
+            [BIN / "python", *create.split()],
             cwd=ROOT,
             env=env,
             check=True,
