@@ -1,5 +1,6 @@
-"""The contact admin gains its timeline page (config/contact_timeline.py), and admin actions of the libraries'
-admins (django-axes, django-celery-beat) need the change permission.
+"""The contact admin gains its timeline page (config/contact_timeline.py), admin actions of the libraries' admins
+(django-axes, django-celery-beat) need the change permission, and every change list reads from the replica when
+there is one (`core.admin.ReplicaListsMixin`).
 
 Django offers an action to anyone who may see the change list unless the action declares `allowed_permissions`.
 Herald's own actions each declare theirs; this module, loaded last by the admin's autodiscovery (`config` is the
@@ -12,6 +13,7 @@ import functools
 from django.contrib import admin
 
 from config import contact_timeline
+from core.admin import ReplicaListsMixin
 
 
 def _gated(action):
@@ -38,5 +40,14 @@ def _require_change_for_actions(site: admin.AdminSite) -> None:
             site.register(model, type(admin_class.__name__, (admin_class,), ungated))
 
 
+def _lists_from_replica(site: admin.AdminSite) -> None:
+    for model, model_admin in list(site._registry.items()):
+        admin_class = type(model_admin)
+        if not issubclass(admin_class, ReplicaListsMixin):
+            site.unregister(model)
+            site.register(model, type(admin_class.__name__, (ReplicaListsMixin, admin_class), {}))
+
+
 contact_timeline.register(admin.site)
 _require_change_for_actions(admin.site)
+_lists_from_replica(admin.site)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import connection
+from django.db import connection, connections
 from django.db.models import Count, QuerySet
 from django.utils import timezone
 
@@ -156,7 +156,8 @@ def contact_data_keys(*, contacts: QuerySet) -> list[str]:
     """The top-level data keys any of `contacts` has, sorted: one statement that reads only the keys, in the
     database (no contact crosses to Python), so an export knows its columns before it streams a row."""
     sql, params = contacts.order_by().values("pk").query.sql_with_params()
-    with connection.cursor() as cursor:
+    # On the database the queryset reads from: the replica, for an export in `replica_reads()`.
+    with connections[contacts.db].cursor() as cursor:
         cursor.execute((_PG_DATA_KEYS if _is_postgres() else _SQLITE_DATA_KEYS).format(sql), params)
         return sorted(key for (key,) in cursor.fetchall())
 

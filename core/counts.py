@@ -4,7 +4,7 @@ every row of a million-row table to show a number."""
 import json
 
 from django.core.paginator import Paginator
-from django.db import connection
+from django.db import connections
 from django.db.models import QuerySet
 from django.utils.functional import cached_property
 
@@ -23,6 +23,8 @@ class EstimatedCountPaginator(Paginator):
 
     @cached_property
     def count(self) -> int:
+        # Where the list is read: the replica, for a change list shown (core.admin.ReplicaListsMixin).
+        connection = connections[self.object_list.db]
         if connection.vendor != "postgresql":
             return super().count  # SQLite: the embedded, single-host installation, with tables to match
         sql, params = self.object_list.query.sql_with_params()

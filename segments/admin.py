@@ -15,6 +15,7 @@ from django.utils.html import format_html
 
 from accounts.models import Project
 from core.errors import ServiceError, ValidationFailed
+from core.replica import replica_reads
 from segments.conditions.spec import condition_text
 from segments.console import ConditionField, builder_fields, service_errors_to_form
 from segments.models import Segment, SegmentMembership, SegmentType
@@ -209,7 +210,9 @@ class SegmentAdmin(admin.ModelAdmin):
             Segment.objects.filter(pk=_uuid(body.get("segment")), project=project).values_list("pk", flat=True).first()
         )
         try:
-            preview = condition_preview(project=project, condition=body.get("condition"), segment_id=segment_id)
+            # A live count over the project's contacts, which may be seconds behind (docs/scaling.md).
+            with replica_reads():
+                preview = condition_preview(project=project, condition=body.get("condition"), segment_id=segment_id)
         except ValidationFailed as exc:
             return JsonResponse({"errors": exc.errors}, status=422)
         sample = [{"id": str(c.id), "email": c.email} for c in preview.sample]

@@ -132,34 +132,54 @@ TEMPLATES = [
     }
 ]
 
+
 # Database ---------------------------------------------------------------------------------------------------
-DATABASES = {"default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'herald.sqlite3'}")}
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # The web server, the worker and beat write to one file: WAL lets readers run beside a writer, IMMEDIATE
-    # takes the write lock up front so concurrent transactions queue instead of failing with "database is locked".
-    DATABASES["default"]["OPTIONS"] = {
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-        "transaction_mode": "IMMEDIATE",
-        "timeout": 30,
-    }
-else:
-    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=60))
+def _database(url: str) -> dict:
+    """A database of DATABASES from its URL, with the connection options every PostgreSQL connection of Herald has."""
+    database = env.db_url_config(url)
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        # The web server, the worker and beat write to one file: WAL lets readers run beside a writer, IMMEDIATE
+        # takes the write lock up front so concurrent transactions queue instead of failing with "database is
+        # locked".
+        database["OPTIONS"] = {
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 30,
+        }
+        return database
+    database.setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=60))
     # A health check costs a round trip at the start of every request; off by default, since a broken
     # persistent connection is discarded after its first error anyway.
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DATABASE_CONN_HEALTH_CHECKS", default=False)
+    database["CONN_HEALTH_CHECKS"] = env.bool("DATABASE_CONN_HEALTH_CHECKS", default=False)
     # Server-side parameters, with prepared statements only where the code asks for them (`core.db`). The ORM's
     # statements go unnamed, and PostgreSQL plans an unnamed statement for its values every time (under `auto`; a
     # forced generic plan would apply to them too, and made searches at a million contacts 20-50 times slower).
     # The few fixed per-request statements are prepared, and after five runs PostgreSQL keeps their generic plan.
     # Turn off behind a connection pooler in transaction mode (PgBouncer < 1.21), which cannot keep prepared
     # statements.
-    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env.bool(
-        "DATABASE_SERVER_SIDE_BINDING", default=True
-    ):
-        options = DATABASES["default"].setdefault("OPTIONS", {})
+    if database["ENGINE"] == "django.db.backends.postgresql" and env.bool("DATABASE_SERVER_SIDE_BINDING", default=True):
+        options = database.setdefault("OPTIONS", {})
         # psycopg prepares a statement after this many runs unless told; never, in practice.
         options.update(server_side_binding=True, prepare_threshold=2**31 - 1)
         options["options"] = f"{options.get('options', '')} -c plan_cache_mode=auto".strip()
+    return database
+
+
+DATABASES = {"default": _database(env.str("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'herald.sqlite3'}"))}
+# Optional: a streaming replica of the primary for the heavy reads that may be a few seconds old (core.replica,
+# docs/scaling.md "Read replica"); everything else reads and writes the primary.
+DATABASE_REPLICA_URL = env.str("DATABASE_REPLICA_URL", default="")
+# Seconds a replica that could not be reached is left alone, its reads going to the primary meanwhile.
+DATABASE_REPLICA_RETRY_SECONDS = env.float("DATABASE_REPLICA_RETRY_SECONDS", default=5.0)
+if DATABASE_REPLICA_URL:
+    DATABASES["replica"] = _database(DATABASE_REPLICA_URL)
+    # A kept connection to a replica that has gone away is found at the first read of a request, which then goes to
+    # the primary, rather than failing that read; and a replica host that does not answer costs seconds, not minutes.
+    DATABASES["replica"]["CONN_HEALTH_CHECKS"] = True
+    if DATABASES["replica"]["ENGINE"] == "django.db.backends.postgresql":
+        DATABASES["replica"].setdefault("OPTIONS", {}).setdefault("connect_timeout", 3)
+# Only with a replica: a router costs every query half a microsecond to decide where it runs.
+DATABASE_ROUTERS = ["core.replica.ReplicaRouter"] if DATABASE_REPLICA_URL else []
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "accounts.User"
 

@@ -28,6 +28,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # named per process so that two suites on one machine do not share it.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-{os.getpid()}.sqlite3")}
 
+if "replica" in DATABASES:
+    # The suite's replica is its test database itself: pytest-django creates no second one.
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
+
 if CELERY_BROKER_URL.startswith("filesystem://"):
     # Integration tests start real workers; a folder of this run's own keeps a running `make run` worker away.
     CELERY_BROKER_TRANSPORT_OPTIONS = filesystem_broker_options(VAR_DIR / f"test-broker-{os.getpid()}")

@@ -101,13 +101,16 @@ def worker_process(command: list[str], stderr=None, **env):
 
 
 @contextmanager
-def gunicorn_server(workers: int = 1, **env):
+def gunicorn_server(workers: int = 1, stderr=None, **env):
+    """A gunicorn server on the test database (or the one `env` names); its log goes to `stderr` (a file) when
+    given."""
     port = free_port()
     command = [str(BIN / "gunicorn"), "-c", "config/gunicorn.py", "config.wsgi", "--bind", f"127.0.0.1:{port}"]
     process = subprocess.Popen(
         [*command, "--workers", str(workers)],
         cwd=ROOT,
         env=process_env(**env),
+        stderr=stderr,
     )
     base = f"http://127.0.0.1:{port}"
     try:

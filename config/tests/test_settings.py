@@ -115,3 +115,38 @@ def test_an_unknown_log_format_stops_the_start_naming_the_setting():
     )
     assert out.returncode != 0
     assert "LOG_FORMAT must be plain or json, not 'xml'" in out.stderr
+
+
+def test_a_replica_url_adds_a_replica_with_the_primarys_connection_settings():
+    probe = (
+        "import json, django; django.setup(); from django.conf import settings as s; "
+        "print(json.dumps({alias: {k: db.get(k) for k in ('HOST', 'PORT', 'CONN_MAX_AGE', 'CONN_HEALTH_CHECKS', "
+        "'OPTIONS')} for alias, db in s.DATABASES.items()} | {'routers': s.DATABASE_ROUTERS}))"
+    )
+    primary_only = json.loads(fresh_interpreter(probe, DATABASE_URL="postgres://herald@db.internal:5432/herald"))
+    assert list(primary_only) == ["default", "routers"] and primary_only["routers"] == []
+    databases = json.loads(
+        fresh_interpreter(
+            probe,
+            DATABASE_URL="postgres://herald@db.internal:5432/herald",
+            DATABASE_REPLICA_URL="postgres://herald@db-replica.internal:5433/herald",
+            DATABASE_CONN_MAX_AGE="30",
+            DATABASE_SERVER_SIDE_BINDING="false",
+        )
+    )
+    default, replica = databases["default"], databases["replica"]
+    assert databases["routers"] == ["core.replica.ReplicaRouter"]
+    assert (replica["HOST"], replica["PORT"]) == ("db-replica.internal", 5433)
+    assert replica["CONN_MAX_AGE"] == default["CONN_MAX_AGE"] == 30
+    assert "server_side_binding" not in replica["OPTIONS"] and "server_side_binding" not in default["OPTIONS"]
+    # A dead replica is found by the health check of a request's first replica read, within seconds.
+    assert replica["CONN_HEALTH_CHECKS"] is True and replica["OPTIONS"]["connect_timeout"] == 3
+    with_binding = json.loads(
+        fresh_interpreter(
+            probe,
+            DATABASE_URL="postgres://herald@db.internal:5432/herald",
+            DATABASE_REPLICA_URL="postgres://herald@db-replica.internal:5433/herald",
+        )
+    )
+    assert with_binding["replica"]["OPTIONS"]["server_side_binding"] is True
+    assert with_binding["replica"]["OPTIONS"]["options"] == with_binding["default"]["OPTIONS"]["options"]

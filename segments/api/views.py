@@ -9,6 +9,7 @@ from core.http.pagination import int_param
 from core.http.schema import ERROR_RESPONSE as ERROR
 from core.http.schema import bare_or_envelope_400, count_parameter
 from core.http.validation import validate
+from core.replica import replica_reads
 from segments import selectors, services
 from segments.api import serializers as s
 from segments.models import Segment, SegmentType
@@ -82,11 +83,14 @@ class SegmentViewSet(ProjectScopedViewSet):
     )
     def contacts(self, request, pk=None):
         params = request.query_params
-        page = selectors.segment_members_page(
-            segment=self.get_object(),
-            page=int_param(params, "page", default=1),
-            page_size=int_param(params, "pageSize", default=20, maximum=100),
-        )
+        segment = self.get_object()
+        # The members and their count may be seconds behind the writes (docs/scaling.md, "Read replica").
+        with replica_reads():
+            page = selectors.segment_members_page(
+                segment=segment,
+                page=int_param(params, "page", default=1),
+                page_size=int_param(params, "pageSize", default=20, maximum=100),
+            )
         return Response(s.SegmentMembersPageSerializer(page).data)
 
     @extend_schema(

@@ -1,4 +1,7 @@
-"""Activity and analytics endpoints: parse the query, call one read of `messaging.insights`, serialize it."""
+"""Activity and analytics endpoints: parse the query, call one read of `messaging.insights`, serialize it.
+
+Each reads from the replica when there is one (docs/scaling.md, "Read replica"): these are figures over many rows,
+which may be seconds behind the writes."""
 
 from datetime import datetime, timedelta
 
@@ -12,6 +15,7 @@ from core.errors import ValidationFailed
 from core.http.pagination import int_param, uuid_param
 from core.http.schema import ERROR_RESPONSE as ERROR
 from core.http.schema import count_parameter
+from core.replica import replica_reads
 from messaging.insights import activity, analytics
 from messaging.insights.api import serializers as s
 from messaging.insights.registry import ActivityFilters
@@ -88,6 +92,7 @@ class ActivityListView(ApiView):
         ],
         responses={200: s.ActivityPageSerializer, 400: ERROR, 422: ERROR},
     )
+    @replica_reads()
     def get(self, request):
         params = request.query_params
         start, end = _range(params, default_days=None)
@@ -107,6 +112,7 @@ class ActivityListView(ApiView):
 
 class ActivityStatsView(ApiView):
     @extend_schema(operation_id="activity_stats", parameters=[DAYS], responses={200: s.ActivityStatsSerializer})
+    @replica_reads()
     def get(self, request):
         stats = activity.activity_stats(project=request.auth.project, days=_days(request.query_params))
         return Response(s.ActivityStatsSerializer(stats).data)
@@ -118,6 +124,7 @@ class ActivityRecentCountView(ApiView):
         parameters=[count_parameter("minutes", "1 to 60 (default 5)", maximum=MAX_RECENT_MINUTES)],
         responses={200: s.RecentCountSerializer, 422: ERROR},
     )
+    @replica_reads()
     def get(self, request):
         minutes = int_param(request.query_params, "minutes", default=5)
         if minutes > MAX_RECENT_MINUTES:
@@ -128,6 +135,7 @@ class ActivityRecentCountView(ApiView):
 
 class ActivityTypesView(ApiView):
     @extend_schema(operation_id="activity_types", responses={200: s.ActivityTypesSerializer})
+    @replica_reads()
     def get(self, request):
         types = activity.activity_types_present(project=request.auth.project)
         return Response(s.ActivityTypesSerializer({"types": types}).data)
@@ -142,6 +150,7 @@ class ActivityUpcomingView(ApiView):
         ],
         responses={200: s.UpcomingSerializer, 422: ERROR},
     )
+    @replica_reads()
     def get(self, request):
         params = request.query_params
         limit = int_param(params, "limit", default=50, maximum=100)
@@ -160,6 +169,7 @@ class TimeseriesView(ApiView):
         ],
         responses={200: s.TimeseriesPointSerializer(many=True), 422: ERROR},
     )
+    @replica_reads()
     def get(self, request):
         params = request.query_params
         start, end = _range(params, default_days=30)
@@ -183,6 +193,7 @@ class TopEventsView(ApiView):
         parameters=[LIMIT, DAYS],
         responses={200: s.TopEventSerializer(many=True), 422: ERROR},
     )
+    @replica_reads()
     def get(self, request):
         params = request.query_params
         limit = int_param(params, "limit", default=10, maximum=100)
@@ -196,6 +207,7 @@ class TopCampaignsView(ApiView):
         parameters=[LIMIT, DAYS],
         responses={200: s.TopCampaignSerializer(many=True), 422: ERROR},
     )
+    @replica_reads()
     def get(self, request):
         params = request.query_params
         limit = int_param(params, "limit", default=10, maximum=100)
@@ -207,6 +219,7 @@ class CampaignStatsView(ApiView):
     @extend_schema(
         operation_id="analytics_campaign_stats", parameters=[DAYS], responses={200: s.CampaignStatsSerializer}
     )
+    @replica_reads()
     def get(self, request):
         stats = analytics.campaign_stats(project=request.auth.project, days=_days(request.query_params))
         return Response(s.CampaignStatsSerializer(stats).data)

@@ -8,6 +8,7 @@ from contacts.models import Contact
 from contacts.selectors import EXPORT_COLUMNS, contact_data_keys, contacts_export_rows
 from core.csv import csv_writer
 from core.ids import uuid_or_none
+from core.replica import replica_reads
 from segments.models import Segment
 from segments.selectors import segment_members
 
@@ -35,6 +36,12 @@ class Command(OperatorCommand):
             if found is None:
                 raise self.fail(f'Segment "{segment}" not found')
             contacts = segment_members(segment=found)
+        self._write(contacts, output)
+
+    # The project and segment are found on the primary (one created a moment ago is there); the contacts come from
+    # the replica when there is one, and may miss the last seconds of writes (docs/scaling.md, "Read replica").
+    @replica_reads()
+    def _write(self, contacts, output) -> None:
         keys = contact_data_keys(contacts=contacts)
         stream = open(output, "w", newline="", encoding="utf-8") if output else getattr(self.stdout, "_out", sys.stdout)  # noqa: SIM115 - closed below
         try:
