@@ -154,7 +154,8 @@ def check_beat(now=None) -> Finding:
             late.append(f"{name} ({'never' if last is None else f'last {last:%Y-%m-%d %H:%M} UTC'})")
     lease_fine, lease = _beat_lease()
     if late:
-        return Finding("beat", PROBLEM, "late: " + ", ".join(late) + f"; {lease}", advice)
+        late_entries = "late: " + ", ".join(late)
+        return Finding("beat", PROBLEM, late_entries if lease_fine else f"{late_entries}; {lease}", advice)
     if not lease_fine:
         return Finding("beat", PROBLEM, lease, advice)
     return Finding("beat", OK, f"{len(known)} periodic entries ran on time; {lease}")

@@ -1,5 +1,6 @@
 """Leases on the real database: taken, renewed, refused to a second holder, taken over once expired, released; expiry
-judged on the database's clock; and a statement fenced by `lease_held` changes nothing once the lease is gone."""
+judged on the database's clock; a statement fenced by `lease_held` changes nothing once the lease is gone; and the
+admin shows leases without changing them."""
 
 from datetime import timedelta
 
@@ -103,3 +104,18 @@ def test_a_statement_fenced_by_the_lease_changes_nothing_once_the_lease_is_gone(
     lease_take(name="beat", holder=SECOND, seconds=30)
     assert write() == 0
     assert fenced.filter(lease_held(name="beat", holder=SECOND)).update(holder="by the second") == 1
+
+
+def test_the_admin_shows_who_holds_it_and_whether_it_expired_and_changes_nothing(admin_client):
+    lease_take(name="beat", holder=FIRST, seconds=30)
+    lease_take(name="other", holder=SECOND, seconds=30)
+    expire("other")
+    page = admin_client.get("/admin/config/lease/")
+    assert page.status_code == 200
+    listed = {lease.name: (lease.host, lease.pid, lease.expired) for lease in page.context["cl"].result_list}
+    assert listed == {"beat": ("host-a", "101", False), "other": ("host-b", "202", True)}
+    assert admin_client.get("/admin/config/lease/add/").status_code == 403
+    change = admin_client.get("/admin/config/lease/beat/change/")
+    assert change.status_code == 200 and b'name="_save"' not in change.content
+    admin_client.post("/admin/config/lease/beat/change/", {"holder": "someone"})
+    assert lease_get(name="beat").holder == FIRST
