@@ -116,7 +116,7 @@ def _beat_lease() -> tuple[bool, str]:
     judge it; an expired lease is a problem only once a standby would have taken it (it tries every
     BEAT_LEASE_RETRY_SECONDS)."""
     lease = lease_get(name=BEAT_LEASE)
-    if lease is None:
+    if lease is None or lease.expires_at is None:
         return True, "no beat has taken the lease yet"
     who = f"{lease.host} (pid {lease.pid})"
     if not lease.expired:
