@@ -16,10 +16,11 @@ import logging
 import os
 import secrets
 import socket
+import threading
 import time
 
 from django.conf import settings
-from django.db import Error, close_old_connections
+from django.db import Error, close_old_connections, connections
 from django.db.models import F
 from django_celery_beat.schedulers import DatabaseScheduler
 
@@ -112,8 +113,17 @@ class LeasedDatabaseScheduler(DatabaseScheduler):
                 self._release()
 
     def _release(self) -> None:
+        # On a connection of its own, in a thread: close() runs in celery's SIGTERM handler, which may interrupt a
+        # statement of this thread's connection (psycopg lets signal handlers run while it waits for the server),
+        # and that connection, busy and locked, would never answer the release.
+        releasing = threading.Thread(target=self._release_on_own_connection, name="beat-release", daemon=True)
+        releasing.start()
+        releasing.join(timeout=10)
+
+    def _release_on_own_connection(self) -> None:
         try:
-            released = lease_release(name=LEASE, holder=self.holder)
+            if lease_release(name=LEASE, holder=self.holder):
+                logger.info("beat %s: released the lease", self.holder)
         except Error as exc:
             logger.warning(
                 "beat %s: the lease could not be released (%s); it expires within %s s",
@@ -121,6 +131,5 @@ class LeasedDatabaseScheduler(DatabaseScheduler):
                 exc,
                 settings.BEAT_LEASE_SECONDS,
             )
-            return
-        if released:
-            logger.info("beat %s: released the lease", self.holder)
+        finally:
+            connections.close_all()  # this thread's own

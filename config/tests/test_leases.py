@@ -5,9 +5,12 @@ admin shows leases without changing them."""
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from config.beat import LeasedDatabaseScheduler
+from config.celery import app
 from config.leases import lease_get, lease_held, lease_release, lease_take
 from config.models import Lease
 
@@ -119,3 +122,17 @@ def test_the_admin_shows_who_holds_it_and_whether_it_expired_and_changes_nothing
     assert change.status_code == 200 and b'name="_save"' not in change.content
     admin_client.post("/admin/config/lease/beat/change/", {"holder": "someone"})
     assert lease_get(name="beat").holder == FIRST
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite's connections have no lock a statement holds")
+def test_a_leader_stopped_in_the_middle_of_a_statement_still_releases_the_lease():
+    """celery-beat stops in its SIGTERM handler, which may run while a statement of the beat's connection waits for
+    the server, its lock held: the release goes through all the same."""
+    scheduler = LeasedDatabaseScheduler(app=app, lazy=True)
+    scheduler.tick()
+    assert scheduler.leading and lease_get(name="beat").expired is False
+    connection.ensure_connection()
+    with connection.connection.lock:  # the statement the signal interrupted
+        scheduler.close()
+    assert scheduler.leading is False and lease_get(name="beat").expired is True
