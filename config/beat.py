@@ -87,7 +87,7 @@ class LeasedDatabaseScheduler(DatabaseScheduler):
         if self._claim(entry):
             super().apply_entry(entry, producer=producer)
             return
-        logger.warning("beat %s: %s not sent: the lease is lost or another beat ran it", self.holder, entry.name)
+        logger.warning("beat %s: %s not sent: the lease is lost, or another beat ran it", self.holder, entry.name)
         self._read_schedule_again()
         self._next_take = 0.0  # judge the lease at the next tick
 
