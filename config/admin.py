@@ -1,6 +1,6 @@
-"""The contact admin gains its timeline page (config/contact_timeline.py), admin actions of the libraries' admins
-(django-axes, django-celery-beat) need the change permission, and every change list reads from the replica when
-there is one (`core.admin.ReplicaListsMixin`).
+"""The beat lease is shown (read only), the contact admin gains its timeline page (config/contact_timeline.py),
+admin actions of the libraries' admins (django-axes, django-celery-beat) need the change permission, and every change
+list reads from the replica when there is one (`core.admin.ReplicaListsMixin`).
 
 Django offers an action to anyone who may see the change list unless the action declares `allowed_permissions`.
 Herald's own actions each declare theirs; this module, loaded last by the admin's autodiscovery (`config` is the
@@ -13,7 +13,26 @@ import functools
 from django.contrib import admin
 
 from config import contact_timeline
-from core.admin import ReplicaListsMixin
+from config.leases import lease_annotated
+from config.models import Lease
+from core.admin import RecordAdmin, ReplicaListsMixin
+
+
+@admin.register(Lease)
+class LeaseAdmin(RecordAdmin):
+    """Which celery-beat schedules (docs/operations.md "Beat"): read here, changed by the beats alone. Expiry is
+    judged on the database's clock, as the beats judge it."""
+
+    list_display = ["name", "host", "pid", "acquired_at", "renewed_at", "expires_at", "expired"]
+    fields = ["name", "holder", "host", "pid", "acquired_at", "renewed_at", "expires_at", "expired"]
+    readonly_fields = fields
+
+    def get_queryset(self, request):
+        return lease_annotated(super().get_queryset(request))
+
+    @admin.display(boolean=True, description="expired")
+    def expired(self, lease):
+        return lease.expired
 
 
 def _gated(action):

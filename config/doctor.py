@@ -23,6 +23,7 @@ from accounts.jobs.services import jobs_stalled
 from accounts.models import Job
 from campaigns.models import Campaign, CampaignStatus
 from config import probes
+from config.leases import BEAT_LEASE, lease_get
 from config.queues import QUEUES as BROKER_QUEUES
 from config.schedule import BEAT_SCHEDULE
 from config.views import email_provider_name
@@ -36,8 +37,8 @@ from workflows.models import ExecutionStatus, WorkflowExecution
 OK, PROBLEM, NOT_CONFIGURED, INFO = "ok", "problem", "not configured", "info"
 # The broker lists kombu keeps for a queue on Redis: one per priority step in use (0, 3, 6, 9).
 _PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
-# A periodic entry is late once it missed two of its runs, and never before 5 minutes (beat saves its last-run times
-# every few minutes, not at each run).
+# A periodic entry is late once it missed two of its runs, and never before 5 minutes (a beat restarting or taking
+# over, or a queue that waits, delays a run without anything being wrong).
 _BEAT_SLACK = timedelta(minutes=5)
 # Scheduled campaigns start within a minute of their time: five minutes late means nothing is starting them.
 _CAMPAIGN_GRACE = timedelta(minutes=5)
@@ -110,15 +111,32 @@ def check_broker() -> Finding:
     )
 
 
+def _beat_lease() -> tuple[bool, str]:
+    """Whether the beat lease is as it should be, and who holds it. Judged on the database's clock, as the beats
+    judge it; an expired lease is a problem only once a standby would have taken it (it tries every
+    BEAT_LEASE_RETRY_SECONDS)."""
+    lease = lease_get(name=BEAT_LEASE)
+    if lease is None or lease.expires_at is None:
+        return True, "no beat has taken the lease yet"
+    who = f"{lease.host} (pid {lease.pid})"
+    if not lease.expired:
+        return True, f"the lease is held by {who} since {lease.acquired_at:%Y-%m-%d %H:%M:%S} UTC"
+    ago = (lease.now - lease.expires_at).total_seconds()
+    if ago <= 2 * settings.BEAT_LEASE_RETRY_SECONDS:
+        return True, f"the lease of {who} expired {ago:.0f} s ago: a standby takes it within seconds"
+    return False, f"the lease expired {timedelta(seconds=round(ago))} ago and no beat took it (last held by {who})"
+
+
 def check_beat(now=None) -> Finding:
-    """The last run django-celery-beat recorded for each entry of the schedule."""
+    """The last run django-celery-beat recorded for each entry of the schedule, and the lease that makes one beat
+    the scheduler."""
     from django_celery_beat.models import PeriodicTask
 
     now = now or timezone.now()
     known = {task.name: task for task in PeriodicTask.objects.filter(name__in=list(BEAT_SCHEDULE))}
     advice = (
-        "Start exactly one `celery -A config beat` (deploy/systemd/herald-beat.service); without it no sweeper, retention, "
-        "domain check or scheduled campaign runs."
+        "Start `celery -A config beat` (deploy/systemd/herald-beat.service), one per host at will: the one holding "
+        "the lease schedules. Without one no sweeper, retention, domain check or scheduled campaign runs."
     )
     if not known:
         return Finding("beat", PROBLEM, "celery-beat has never run against this database", advice)
@@ -129,14 +147,18 @@ def check_beat(now=None) -> Finding:
             continue  # paused by an operator in the admin
         interval = entry["schedule"]
         last = task.last_run_at if task else None
-        # An entry that has not run yet is measured from when beat wrote it (at its start), not taken as late:
-        # beat records its first runs minutes after it makes them.
+        # An entry that has not run yet is measured from when beat wrote it (at its start), not taken as late: its
+        # first run comes an interval after that.
         since = last or (task.date_changed if task else None)
         if since is None or now - since > max(2 * interval, interval + _BEAT_SLACK):
             late.append(f"{name} ({'never' if last is None else f'last {last:%Y-%m-%d %H:%M} UTC'})")
+    lease_fine, lease = _beat_lease()
     if late:
-        return Finding("beat", PROBLEM, "late: " + ", ".join(late), advice)
-    return Finding("beat", OK, f"{len(known)} periodic entries ran on time")
+        late_entries = "late: " + ", ".join(late)
+        return Finding("beat", PROBLEM, late_entries if lease_fine else f"{late_entries}; {lease}", advice)
+    if not lease_fine:
+        return Finding("beat", PROBLEM, lease, advice)
+    return Finding("beat", OK, f"{len(known)} periodic entries ran on time; {lease}")
 
 
 def check_smtp() -> Finding:

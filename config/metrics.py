@@ -20,6 +20,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from accounts.http.authentication import bearer_token
 from config.dashboard import RECENT, emails_by_status_since, projects_disabled_by_reputation
 from config.doctor import overdue_work, queue_depths
+from config.leases import BEAT_LEASE, lease_get
 from core.counts import capped_count
 from core.errors import ErrorCode
 from core.http.exceptions import error_json_response, route_not_found_response
@@ -89,6 +90,14 @@ class DatabaseFigures:
             "Projects the reputation guard disabled.",
             value=capped_count(projects_disabled_by_reputation()),
         )
+        lease = lease_get(name=BEAT_LEASE)
+        if lease is not None and lease.renewed_at is not None:
+            # On the database's clock, as the beats judge the lease: above BEAT_LEASE_SECONDS, no beat schedules.
+            yield GaugeMetricFamily(
+                "herald_beat_lease_age_seconds",
+                "Seconds since the scheduling celery-beat last renewed its lease.",
+                value=(lease.now - lease.renewed_at).total_seconds(),
+            )
 
 
 def metrics_exposition() -> bytes:

@@ -376,7 +376,15 @@ CELERY_TASK_IGNORE_RESULT = True
 # Set out of reach, so that the workers follow Django's own rule instead (config/celery.py): a connection lives
 # CONN_MAX_AGE seconds and is dropped after an error.
 CELERY_DB_REUSE_MAX = 1_000_000_000
-CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# django-celery-beat's database schedule, run by the one beat of several that holds the lease (config/beat.py,
+# docs/operations.md "Beat"). A leader killed without a word is replaced within BEAT_LEASE_SECONDS +
+# BEAT_LEASE_RETRY_SECONDS; one stopped (SIGTERM) within BEAT_LEASE_RETRY_SECONDS. The retry interval is also how
+# often the leader renews, so it must be well below the lease.
+CELERY_BEAT_SCHEDULER = "config.beat:LeasedDatabaseScheduler"
+BEAT_LEASE_SECONDS = env.float("BEAT_LEASE_SECONDS", default=30)
+BEAT_LEASE_RETRY_SECONDS = env.float("BEAT_LEASE_RETRY_SECONDS", default=5)
+if not 0 < BEAT_LEASE_RETRY_SECONDS <= BEAT_LEASE_SECONDS / 2:
+    raise ImproperlyConfigured("BEAT_LEASE_RETRY_SECONDS must be above 0 and at most half of BEAT_LEASE_SECONDS")
 CELERY_TIMEZONE = "UTC"
 
 # Security --------------------------------------------------------------------------------------------------------

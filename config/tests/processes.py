@@ -1,5 +1,5 @@
-"""Real processes for integration tests: a Celery worker and gunicorn servers on the test database, and a Redis
-server of the test's own.
+"""Real processes for integration tests: a Celery worker, celery-beat and gunicorn servers on the test database,
+and a Redis server of the test's own.
 
 They run with the production settings module and see the data a `transactional_db` test commits.
 """
@@ -94,6 +94,18 @@ def worker_process(command: list[str], stderr=None, **env):
     process = subprocess.Popen(
         [str(BIN / "celery"), *command[1:], *quiet], cwd=ROOT, env=process_env(**env), stderr=stderr
     )
+    try:
+        yield process
+    finally:
+        _stop(process)
+
+
+@contextmanager
+def celery_beat(schedule: Path, stderr=None, **env):
+    """A `celery -A config beat` as deploy/systemd/herald-beat.service starts it, on the test database and broker,
+    with its own state file `schedule`; its log goes to `stderr` (a file) when given."""
+    command = [str(BIN / "celery"), "-A", "config", "beat", "--loglevel", "INFO", "--schedule", str(schedule)]
+    process = subprocess.Popen(command, cwd=ROOT, env=process_env(**env), stdout=subprocess.DEVNULL, stderr=stderr)
     try:
         yield process
     finally:

@@ -2,12 +2,16 @@
 answered in front of Django or by it; delivery latency, task failures and the database's figures."""
 
 import json
+from datetime import timedelta
 
 import httpx
 import pytest
 from celery import shared_task
+from django.db.models.functions import Now
 from prometheus_client.parser import text_string_to_metric_families
 
+from config.leases import BEAT_LEASE, lease_take
+from config.models import Lease
 from config.tests.processes import celery_worker, gunicorn_server, wait_until
 from config.tests.wsgi import wsgi_call
 from conftest import client_with
@@ -133,6 +137,15 @@ def test_the_database_figures(scrape, project):
     assert value(samples, "herald_overdue_work", kind="stuck_emails") == 0
     assert value(samples, "herald_projects_disabled_by_reputation") == 0
     assert value(samples, "herald_figures_up") == 1
+
+
+def test_the_age_of_the_beat_lease(scrape):
+    assert ("herald_beat_lease_age_seconds", ()) not in scrape()  # no beat has taken it yet
+    lease_take(name=BEAT_LEASE, holder="beat-host:1:abcd", seconds=30)
+    assert 0 <= value(scrape(), "herald_beat_lease_age_seconds") < 5
+    # Its leader gone, nobody renews it: the age grows past the lease.
+    Lease.objects.update(renewed_at=Now() - timedelta(seconds=100))
+    assert 100 <= value(scrape(), "herald_beat_lease_age_seconds") < 105
 
 
 @pytest.mark.integration

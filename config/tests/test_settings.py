@@ -150,3 +150,25 @@ def test_a_replica_url_adds_a_replica_with_the_primarys_connection_settings():
     )
     assert with_binding["replica"]["OPTIONS"]["server_side_binding"] is True
     assert with_binding["replica"]["OPTIONS"]["options"] == with_binding["default"]["OPTIONS"]["options"]
+
+
+@pytest.mark.parametrize(("lease", "retry"), [("30", "20"), ("10", "0")])
+def test_a_beat_retry_interval_that_would_let_the_lease_lapse_stops_the_start(lease, retry):
+    """The leader renews its lease every retry interval: above half the lease, one renewal missed lets it lapse; at 0
+    the beats would spin."""
+    out = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=settings.BASE_DIR,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "HOME": "/tmp",
+            "DJANGO_SETTINGS_MODULE": "config.settings.base",
+            "SECRET_KEY": settings.SECRET_KEY,
+            "BEAT_LEASE_SECONDS": lease,
+            "BEAT_LEASE_RETRY_SECONDS": retry,
+        },
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode != 0
+    assert "BEAT_LEASE_RETRY_SECONDS must be above 0 and at most half of BEAT_LEASE_SECONDS" in out.stderr
