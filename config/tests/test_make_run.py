@@ -3,82 +3,40 @@ credentials): it starts on the embedded defaults and answers; Ctrl-C (SIGINT to 
 group) or a SIGTERM to that group (`kill %1`, a closing IDE) stops every process it started, quickly and without
 alarming output; and when one process cannot run, the others stop too instead of running on without it."""
 
-import contextlib
 import os
-import shutil
 import signal
 import socket
-import subprocess
 import time
 
-import httpx
 import pytest
 
-from config.tests.processes import BIN, ROOT, children, free_port, wait_until
+from config.tests.make_run import ALARMING, alive, answers, command_line, descendants, kill_all, make_run
+from config.tests.processes import free_port, wait_until
 
 pytestmark = pytest.mark.integration
 
 # Measured on a quiet two-core machine: 2.5 to 3 s, most of it Celery's prefork pool closing its threads. CI runs two
 # suites at once, hence the margin: the bound guards against a stop that waits for a poll or a timeout.
 STOP_SECONDS = 10
-ALARMING = ("SIGKILL", "SIGQUIT", "Segmentation fault", "Traceback", "make: ***", "Perhaps out of memory")
-
-
-def _checkout_copy(target) -> None:
-    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
-    for name in filter(None, tracked.decode().split("\0")):
-        source = ROOT / name
-        if source.is_file():
-            (target / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target / name)  # mtimes kept: make sees the virtualenv as installed
-
-
-def _descendants(pid: int) -> list[int]:
-    found = []
-    for child in children(pid):
-        found += [child, *_descendants(child)]
-    return found
-
-
-def _make_run(checkout, **settings: str) -> tuple[subprocess.Popen, object]:
-    _checkout_copy(checkout)
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("DATABASE_URL", "CACHE_URL", "CELERY_BROKER_URL", "EMAIL_URL", "DJANGO_SETTINGS_MODULE")
-    }
-    env.update(
-        PORT=str(free_port()),
-        VENV=str(BIN.parent),
-        SMTP_SUBMISSION_LISTEN=f"127.0.0.1:{free_port()}",
-        SMTP_INBOUND_LISTEN=f"127.0.0.1:{free_port()}",
-    )
-    env.update(settings)
-    log = checkout / "make-run.log"
-    with open(log, "w") as output:
-        make = subprocess.Popen(
-            ["make", "run"], cwd=checkout, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    return make, log
 
 
 @pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_a_signal_to_make_run_stops_every_process_it_started_within_seconds(tmp_path, signal_number):
     port = free_port()
-    make, log = _make_run(tmp_path, PORT=str(port))
+    make, log = make_run(tmp_path, PORT=str(port))
     try:
-        wait_until(lambda: _answers(port), timeout=180, what="make run to answer /health")
+        wait_until(lambda: answers(port), timeout=180, what="make run to answer /health")
         wait_until(lambda: log.read_text().count("ready.") == 2, timeout=60, what="the Celery workers to be ready")
-        started = _descendants(make.pid)
+        started = descendants(make.pid)
         assert len(started) >= 6, started
 
         signalled = time.monotonic()
         os.killpg(make.pid, signal_number)
         make.wait(timeout=60)
-        wait_until(lambda: not _alive(started), timeout=60, what="every process to end")
+        wait_until(lambda: not alive(started), timeout=60, what="every process to end")
         took = time.monotonic() - signalled
     finally:
-        _kill_all(make)
+        kill_all(make)
 
     assert took < STOP_SECONDS, f"stopped in {took:.1f} s"
     said = log.read_text()
@@ -88,17 +46,17 @@ def test_a_signal_to_make_run_stops_every_process_it_started_within_seconds(tmp_
 
 def test_when_one_process_ends_make_run_stops_the_others_and_says_which(tmp_path):
     port = free_port()
-    make, log = _make_run(tmp_path, PORT=str(port))
+    make, log = make_run(tmp_path, PORT=str(port))
     try:
         wait_until(lambda: "SMTP inbound listening" in log.read_text(), timeout=180, what="the SMTP server to start")
         wait_until(lambda: log.read_text().count("ready.") == 2, timeout=60, what="the Celery workers to be ready")
-        started = _descendants(make.pid)
-        smtp_server = next(pid for pid in started if "smtp_server" in _command_line(pid))
+        started = descendants(make.pid)
+        smtp_server = next(pid for pid in started if "smtp_server" in command_line(pid))
         os.kill(smtp_server, signal.SIGKILL)
         make.wait(timeout=60)
-        wait_until(lambda: not _alive(started), timeout=60, what="every process to end")
+        wait_until(lambda: not alive(started), timeout=60, what="every process to end")
     finally:
-        _kill_all(make)
+        kill_all(make)
 
     said = log.read_text()
     assert make.returncode != 0
@@ -110,44 +68,13 @@ def test_when_one_process_ends_make_run_stops_the_others_and_says_which(tmp_path
 def test_an_address_in_use_is_named_with_the_fix_before_anything_starts(tmp_path, taken):
     with socket.create_server(("127.0.0.1", 0)) as other_program:
         host, port = other_program.getsockname()
-        make, log = _make_run(tmp_path, **{taken: str(port) if taken == "PORT" else f"{host}:{port}"})
+        make, log = make_run(tmp_path, **{taken: str(port) if taken == "PORT" else f"{host}:{port}"})
         try:
             make.wait(timeout=180)
         finally:
-            _kill_all(make)
+            kill_all(make)
 
     said = log.read_text()
     assert make.returncode != 0
     assert f"{host}:{port}" in said and f"is in use by another program: `make run {taken}=" in said, said[-3000:]
     assert "Traceback" not in said and "Booting worker" not in said
-
-
-def _alive(pids: list[int]) -> list[int]:
-    return [pid for pid in pids if os.path.exists(f"/proc/{pid}") and "Z" not in _state(pid)]
-
-
-def _kill_all(make: subprocess.Popen) -> None:
-    """What a failed test leaves running: make's group and every process group below it."""
-    for pid in [make.pid, *_descendants(make.pid)]:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
-
-
-def _answers(port: int) -> bool:
-    try:
-        return httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
-def _command_line(pid: int) -> str:
-    with open(f"/proc/{pid}/cmdline") as handle:
-        return handle.read().replace("\0", " ")
-
-
-def _state(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return "Z"
