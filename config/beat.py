@@ -15,6 +15,7 @@ The stock scheduler saves its runs every few minutes instead, and a takeover wou
 import logging
 import os
 import secrets
+import signal
 import socket
 import threading
 import time
@@ -36,7 +37,15 @@ class LeasedDatabaseScheduler(DatabaseScheduler):
         self.leading = False
         self._standing_by = False
         self._next_take = 0.0  # time.monotonic() of the next take or renewal
-        super().__init__(*args, **kwargs)
+        # A stop signal is held while the schedule is read and written here. Celery's handler for it asks for the
+        # scheduler, which is still being built: it built a second one on the same connection, in the middle of this
+        # one's statements, and raised that one's database error instead of exiting. Library code caught the error
+        # and beat ran on, deaf to the stop, until killed. Held, the signal arrives once the scheduler exists.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+        try:
+            super().__init__(*args, **kwargs)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
     def tick(self, *args, **kwargs):
         if time.monotonic() >= self._next_take:

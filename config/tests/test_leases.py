@@ -2,6 +2,8 @@
 judged on the database's clock; a statement fenced by `lease_held` changes nothing once the lease is gone; and the
 admin shows leases without changing them."""
 
+import os
+import signal
 from datetime import timedelta
 
 import pytest
@@ -136,3 +138,26 @@ def test_a_leader_stopped_in_the_middle_of_a_statement_still_releases_the_lease(
     with connection.connection.lock:  # the statement the signal interrupted
         scheduler.close()
     assert scheduler.leading is False and lease_get(name="beat").expired is True
+
+
+@pytest.mark.django_db(transaction=True)  # the scheduler closes connections as it reads
+def test_a_stop_signal_while_the_schedule_is_read_arrives_once_the_scheduler_is_built(monkeypatch):
+    """Celery's stop handler asks for the scheduler: run while the scheduler was being built, it built another on the
+    same connection and failed instead of exiting, and beat went on running."""
+    from django_celery_beat.schedulers import DatabaseScheduler
+
+    arrived = []
+    reading = DatabaseScheduler.setup_schedule
+
+    def signalled_while_reading(scheduler):
+        os.kill(os.getpid(), signal.SIGTERM)  # the stop arrives in the middle of the schedule's reading
+        reading(scheduler)
+        arrived.append(("read", bool(arrived)))
+
+    previous = signal.signal(signal.SIGTERM, lambda number, frame: arrived.append(("signal", bool(arrived))))
+    monkeypatch.setattr(DatabaseScheduler, "setup_schedule", signalled_while_reading)
+    try:
+        LeasedDatabaseScheduler(app=app)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert arrived == [("read", False), ("signal", True)]
