@@ -243,7 +243,9 @@ def check_partitions(now=None) -> list[Finding]:
     next month's: without one, the inserts of that month fail."""
     now = now or timezone.now()
     if connections[DEFAULT_DB_ALIAS].vendor != "postgresql":
-        return [Finding("partitions", NOT_CONFIGURED, "plain tables (SQLite)")]
+        return [
+            Finding(f"partitions {table}", NOT_CONFIGURED, "a plain table (SQLite)") for table in PARTITIONED_TABLES
+        ]
     findings = []
     for table in PARTITIONED_TABLES:
         name = f"partitions {table}"
