@@ -25,10 +25,12 @@ from campaigns.models import Campaign, CampaignStatus
 from config import probes
 from config.leases import BEAT_LEASE, lease_get
 from config.queues import QUEUES as BROKER_QUEUES
+from config.retention import PARTITIONED_TABLES
 from config.schedule import BEAT_SCHEDULE
 from config.views import email_provider_name
 from core.cache import redis_client
 from core.counts import capped_count
+from core.partitions import is_partitioned, month_start, partitions
 from domains import dns
 from messaging.models import Email
 from messaging.sending.transport import Transport
@@ -236,6 +238,34 @@ def check_migrations() -> Finding:
     return Finding("migrations", OK, "all applied")
 
 
+def check_partitions(now=None) -> list[Finding]:
+    """Each partitioned table (PostgreSQL, docs/scaling.md "Partitioned history") has this month's partition and
+    next month's: without one, the inserts of that month fail."""
+    now = now or timezone.now()
+    if connections[DEFAULT_DB_ALIAS].vendor != "postgresql":
+        return [
+            Finding(f"partitions {table}", NOT_CONFIGURED, "a plain table (SQLite)") for table in PARTITIONED_TABLES
+        ]
+    findings = []
+    for table in PARTITIONED_TABLES:
+        name = f"partitions {table}"
+        if not is_partitioned(table):
+            findings.append(Finding(name, PROBLEM, "not partitioned", "Run `manage.py migrate`."))
+            continue
+        found = partitions(table)
+        missing = [m for m in (month_start(now), month_start(now, add=1)) if not any(p.covers(m) for p in found)]
+        if missing:
+            months = ", ".join(f"{m:%Y-%m}" for m in missing)
+            advice = "Is the beat entry `ensure-partitions` running? Run `manage.py doctor` after it has."
+            findings.append(Finding(name, PROBLEM, f"no partition for {months}", advice))
+            continue
+        ahead = max(p.upper for p in found if p.upper is not None)
+        oldest = found[0].lower
+        since = "from the oldest rows" if oldest is None else f"from {oldest:%Y-%m}"
+        findings.append(Finding(name, OK, f"{len(found)} partitions, {since} to {ahead:%Y-%m-%d}"))
+    return findings
+
+
 # What waits, as `queue_depths` names it: (key, how the doctor words a count of it).
 QUEUES = {
     "emails_queued": "email(s) queued",
@@ -355,5 +385,6 @@ def doctor_run(*, dns_name: str) -> list[Finding]:
         ("dns", lambda: check_dns(dns_name)),
         ("queues", check_queues),
         ("stuck work", check_stuck),
+        ("partitions", check_partitions),
     ]
     return [finding for name, check in checks for finding in _guarded(name, check)]

@@ -39,6 +39,7 @@ _QUEUED = {
         "segments.tasks.segment_contact_reevaluate_task",
         "accounts.tasks.project_reset_task",
         "config.tasks.apply_retention_task",
+        "config.tasks.ensure_partitions_task",
         "accounts.tasks.purge_expired_sessions_task",
     ),
     PERIODIC: (

@@ -6,10 +6,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.utils import timezone
 
 from accounts.http.idempotency import idempotency_purge_expired
 from accounts.jobs.services import jobs_purge_finished
+from contacts.models import Event
 from contacts.services import events_purge_old, import_uploads_purge_finished
+from core.partitions import is_partitioned, partitions_ensure
 from messaging.feedback.services import receipts_purge
 from messaging.insights.retention import email_bodies_clear, emails_purge_old
 
@@ -81,3 +84,14 @@ def retention_apply(
         if on_rule is not None:
             on_rule(rule, done[rule.name])
     return done
+
+
+# The tables partitioned by month on PostgreSQL (docs/scaling.md "Partitioned history"), whose months the
+# `ensure-partitions` beat entry makes ahead and the doctor watches.
+PARTITIONED_TABLES = (Event._meta.db_table,)
+
+
+def partitions_ensure_all(*, now=None) -> dict[str, list[str]]:
+    """Make the coming months' partitions of every partitioned table (none on SQLite); returns the names made."""
+    now = now or timezone.now()
+    return {table: partitions_ensure(table=table, now=now) for table in PARTITIONED_TABLES if is_partitioned(table)}

@@ -77,4 +77,12 @@ BEAT_SCHEDULE = {
         "schedule": timedelta(hours=1),
         "options": {"expires": 50 * 60},
     },
+    # Partitioned history (PostgreSQL, docs/scaling.md "Partitioned history"): the months ahead of the
+    # partitioned tables exist before a row needs them; an insert with no partition for its month would fail.
+    # Daily, a few months ahead: weeks of failed runs still leave every row a partition, and the doctor says so.
+    "ensure-partitions": {
+        "task": "config.tasks.ensure_partitions_task",
+        "schedule": timedelta(days=1),
+        "options": {"expires": 23 * 60 * 60},
+    },
 }

@@ -28,6 +28,7 @@ from core.batches import purge, purge_by_project
 from core.commit import after_commit
 from core.db import insert_prepared
 from core.errors import Conflict
+from core.partitions import partitions_drop_before
 
 SUBSCRIBED_EVENT = "contact.subscribed"
 UNSUBSCRIBED_EVENT = "contact.unsubscribed"
@@ -310,11 +311,18 @@ def events_purge_old(
 ) -> int:
     """Delete events older than EVENT_RETENTION_DAYS (0, the default, keeps them all), project by project and
     oldest first along the (project, created_at, id) index. Segment conditions on events and the activity feed
-    then see only the events kept."""
+    then see only the events kept.
+
+    On PostgreSQL, where events are partitioned by month, a run for every project first drops the months wholly
+    before the cutoff (their rows are counted as deleted), so only the month the cutoff falls in is deleted row by
+    row; a run for one project deletes its rows only."""
     if settings.EVENT_RETENTION_DAYS <= 0:
         return 0
     cutoff = timezone.now() - timedelta(days=settings.EVENT_RETENTION_DAYS)
-    return purge_by_project(
+    dropped = 0
+    if project_id is None and not dry_run:
+        dropped = partitions_drop_before(table=Event._meta.db_table, cutoff=cutoff)
+    return dropped + purge_by_project(
         Event.objects.filter(created_at__lt=cutoff),
         project_ids=project_ids_in_scope(project_id=project_id),
         order_by=("created_at", "id"),

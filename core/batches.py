@@ -34,12 +34,13 @@ def in_batches(
 
 def delete_in_batches(queryset: QuerySet, **options) -> int:
     """Delete the rows of `queryset` in batches (`in_batches`); returns how many rows of its model went (rows
-    of other tables removed or updated by their foreign keys' on_delete are not counted)."""
-    model = queryset.model
-    label = model._meta.label
+    of other tables removed or updated by their foreign keys' on_delete are not counted). Each delete repeats the
+    queryset's filter: on a partitioned table (core.partitions) it then reaches only the partitions the filter's
+    time window names instead of looking each id up in every one."""
+    label = queryset.model._meta.label
 
     def delete(ids: list) -> int:
-        _, per_model = model._default_manager.filter(pk__in=ids).delete()
+        _, per_model = queryset.filter(pk__in=ids).delete()
         return per_model.get(label, 0)
 
     return in_batches(queryset, delete, **options)

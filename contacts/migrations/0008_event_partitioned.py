@@ -1,0 +1,22 @@
+"""On PostgreSQL, events become a table partitioned by month on `created_at` (docs/scaling.md "Partitioned
+history"); the existing table is attached as the partition of everything before next month, so no row is copied
+and writes go on but for a moment's lock. Django's model is unchanged: `id` stays its primary key (the database's
+is (id, created_at)). SQLite keeps the plain table."""
+
+from django.db import migrations
+from django.utils import timezone
+
+from core.partitions import is_partitioned, partition_in_place
+
+
+def partition(apps, schema_editor):
+    if schema_editor.connection.vendor == "postgresql" and not is_partitioned("contacts_event"):
+        partition_in_place(table="contacts_event", column="created_at", now=timezone.now(), log=lambda line: None)
+
+
+class Migration(migrations.Migration):
+    # The unique index is built CONCURRENTLY and the steps commit one by one (core.partitions.partition_in_place).
+    atomic = False
+    dependencies = [("contacts", "0007_event_chain")]
+
+    operations = [migrations.RunPython(partition, elidable=False)]
