@@ -212,8 +212,7 @@ class ConditionFields(StepFields):
 
     step_type = StepType.CONDITION
     legend = "Branch on a condition"
-    at = {"field": "condition_field", "operator": "condition_operator", "value": "condition_value"}
-    at |= {"unit": "condition_unit"}
+    at = {key: f"condition_{key}" for key in ("field", "operator", "value", "unit")}
 
     def fields(self, project):
         suggested = [(found["field"], found["label"]) for found in builder_fields(project=project)]
