@@ -8,28 +8,13 @@ from django import forms
 
 from core.errors import ServiceError, ValidationFailed
 from workflows import services
+from workflows.admin_steps import STEP_FIELDS, StepFields
 from workflows.models import Branch, StepType, WaitOutcome, Workflow, WorkflowStep, WorkflowTransition
-
-CONFIG_HELP = {
-    StepType.SEND_EMAIL: '{"templateId": "TEMPLATE-ID", "recipient": {"type": "CONTACT"}}',
-    StepType.DELAY: '{"amount": 2, "unit": "days"}',
-    StepType.WAIT_FOR_EVENT: '{"eventName": "purchase", "timeout": 86400}',
-    StepType.CONDITION: '{"field": "data.plan", "operator": "equals", "value": "pro"}',
-    StepType.WEBHOOK: '{"url": "https://example.com/hook", "method": "POST"}',
-    StepType.UPDATE_CONTACT: '{"updates": {"plan": "pro"}, "subscriptionAction": "none"}',
-    StepType.EXIT: '{"reason": "Converted"}',
-}
-
-
-def _config_help(step_type: str | None = None) -> str:
-    # Shown as HTML by Django: the examples hold no markup.
-    types = [step_type] if step_type else list(CONFIG_HELP)
-    return "A JSON object, as the API takes it. " + "; ".join(f"{kind}: {CONFIG_HELP[kind]}" for kind in types)
 
 
 class ServiceForm(forms.Form):
     """A form whose `submit` calls one service. `api_fields` maps the API's field names, as the service's errors
-    name them, to this form's fields; an error below `config` is shown at the config field with its key."""
+    name them, to this form's fields."""
 
     api_fields: dict[str, str] = {}
 
@@ -48,22 +33,76 @@ class ServiceForm(forms.Form):
     def _refused_at(self, path: str, message: str) -> None:
         if path in self.api_fields:
             self.add_error(self.api_fields[path], message)
-        elif path.startswith("config.") and "config" in self.fields:
-            self.add_error("config", f"{path.removeprefix('config.')}: {message}")
         else:
             self.add_error(None, f"{path}: {message}" if path else message)
 
+    @property
+    def field_groups(self) -> list[dict]:
+        """The fields as the page shows them, a fieldset each group: here one, without a heading."""
+        return [{"fields": list(self)}]
 
-class StepAddForm(ServiceForm):
-    api_fields = {"type": "step_type", "name": "name", "config": "config"}
+
+def _unchecked(field: forms.Field) -> forms.Field:
+    """`field` shown as it is and taken as it was typed, never refused: a field of a step type not chosen."""
+    return forms.CharField(
+        required=False, strip=False, label=field.label, help_text=field.help_text, widget=field.widget
+    )
+
+
+class StepConfigForm(ServiceForm):
+    """A step form with the typed fields of a step type (`workflows.admin_steps`) in place of the JSON config: the
+    chosen type's fields make the one config the service takes, and a refusal at `config.<key>` is shown at the
+    field it names. Another type's fields, shown on the add form without JavaScript, are kept as typed and ignored."""
+
+    def _add_typed_fields(self, kinds: list[StepFields], *, project, chosen: str | None, initial: dict) -> None:
+        self.chosen = STEP_FIELDS.get(chosen or "")
+        self.typed: dict[str, list[str]] = {}  # step type -> its fields' names
+        for kind in kinds:
+            fields = kind.fields(project)
+            self.typed[kind.step_type] = list(fields)
+            for name, field in fields.items():
+                ignored = self.is_bound and kind is not self.chosen
+                self.fields[name] = _unchecked(field) if ignored else field
+                if name in initial:
+                    self.initial[name] = initial[name]
+
+    def config(self) -> dict:
+        if self.chosen is None:
+            return {}
+        return self.chosen.config({name: self.cleaned_data[name] for name in self.typed[self.chosen.step_type]})
+
+    def _refused_at(self, path: str, message: str) -> None:
+        found = (
+            self.chosen.field_at(path.removeprefix("config.")) if self.chosen and path.startswith("config.") else None
+        )
+        if found:
+            name, below = found
+            self.add_error(name, f"{below}: {message}" if below else message)
+        elif path == "config":  # about the config as a whole: the step would change nothing
+            self.add_error(None, message)
+        else:
+            super()._refused_at(path, message)
+
+    @property
+    def field_groups(self) -> list[dict]:
+        typed = {name for names in self.typed.values() for name in names}
+        common = [field for field in self if field.name not in typed]
+        groups = [{"fields": [field for field in common if field.name != "auto_connect"]}]
+        for step_type, names in self.typed.items():
+            legend = f"{STEP_FIELDS[step_type].legend} ({step_type})"
+            groups.append({"step_type": step_type, "legend": legend, "fields": [self[name] for name in names]})
+        return [*groups, {"fields": [field for field in common if field.name == "auto_connect"]}]
+
+
+class StepAddForm(StepConfigForm):
+    api_fields = {"type": "step_type", "name": "name"}
 
     step_type = forms.ChoiceField(
-        label="Type", choices=[(kind, kind) for kind in StepType.values if kind != StepType.TRIGGER]
+        label="Type",
+        choices=[(kind, kind) for kind in StepType.values if kind != StepType.TRIGGER],
+        help_text="Then fill in that type's fields below; the other types' fields are ignored.",
     )
     name = forms.CharField(max_length=255, required=False, help_text="Left empty, the type's name is used.")
-    config = forms.JSONField(
-        required=False, initial=dict, widget=forms.Textarea(attrs={"rows": 6}), help_text=_config_help()
-    )
     auto_connect = forms.BooleanField(
         required=False,
         initial=True,
@@ -71,9 +110,14 @@ class StepAddForm(ServiceForm):
         help_text="After the last step that leads nowhere (not after an EXIT or a CONDITION, whose branch you choose).",
     )
 
+    class Media:
+        js = ["workflows/step-fields.js"]
+
     def __init__(self, *args, workflow: Workflow, **kwargs):
         super().__init__(*args, **kwargs)
         self.workflow = workflow
+        chosen = self.data.get("step_type") if self.is_bound else None
+        self._add_typed_fields(list(STEP_FIELDS.values()), project=workflow.project, chosen=chosen, initial={})
 
     def save(self) -> bool:
         data = self.cleaned_data
@@ -81,32 +125,32 @@ class StepAddForm(ServiceForm):
             lambda: services.step_add(
                 workflow=self.workflow,
                 step_type=data["step_type"],
-                config=data["config"],
+                config=self.config(),
                 name=data["name"],
                 auto_connect=data["auto_connect"],
             )
         )
 
 
-class StepChangeForm(ServiceForm):
-    api_fields = {"name": "name", "config": "config"}
+class StepChangeForm(StepConfigForm):
+    api_fields = {"name": "name"}
 
     name = forms.CharField(max_length=255, required=False, help_text="Left empty, the type's name is used.")
-    config = forms.JSONField(required=False, widget=forms.Textarea(attrs={"rows": 6}))
 
     def __init__(self, *args, step: WorkflowStep, **kwargs):
-        super().__init__(*args, initial={"name": step.name, "config": step.config}, **kwargs)
+        super().__init__(*args, initial={"name": step.name}, **kwargs)
         self.step = step
-        if step.type == StepType.TRIGGER:
-            del self.fields["config"]  # the trigger's event is the workflow's
-        else:
-            self.fields["config"].help_text = _config_help(step.type)
+        # The trigger's event is the workflow's: a TRIGGER step has no typed fields.
+        kind = STEP_FIELDS.get(step.type)
+        kinds = [kind] if kind else []
+        initial = kind.initial(step.config) if kind else {}
+        self._add_typed_fields(kinds, project=step.workflow.project, chosen=step.type, initial=initial)
 
     def save(self) -> bool:
-        data = self.cleaned_data
         # As a PATCH does: the config is checked again only when it changed.
-        config = data["config"] if "config" in self.changed_data else services.UNSET
-        return self.submit(lambda: services.step_update(step=self.step, name=data["name"], config=config))
+        config = self.config()
+        changed = config if self.chosen and config != self.step.config else services.UNSET
+        return self.submit(lambda: services.step_update(step=self.step, name=self.cleaned_data["name"], config=changed))
 
 
 class StepDeleteForm(ServiceForm):

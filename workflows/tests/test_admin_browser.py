@@ -1,8 +1,7 @@
 """The workflow console in a real browser (config/tests/browser.py): an operator builds a branching workflow through
-the admin's forms, with JavaScript on and off, enables it and reads its graph; the workflow page, with executions
-run through the engine, and the graph's forms pass axe and the phone checks (screenshots with SCREENSHOT_DIR)."""
-
-import json
+the admin's forms, each step in its type's typed fields, with JavaScript on (only the chosen type's fields shown)
+and off (every type's, under its heading), enables it and reads its graph; the workflow page, with executions run
+through the engine, and the graph's forms pass axe and the phone checks (screenshots with SCREENSHOT_DIR)."""
 
 import pytest
 
@@ -45,11 +44,20 @@ def field_errors(browser, name: str) -> str:
     )
 
 
-def add_step(browser, step_type: str, name: str, config: dict, *, connect: bool = True) -> None:
+def fill_in(browser, fields: dict[str, str]) -> None:
+    """Type in each field, or choose the option labelled so in a select."""
+    for name, value in fields.items():
+        if browser.driver.find_element("name", name).tag_name == "select":
+            choose_option(browser, name, value)
+        else:
+            browser.fill(name, value)
+
+
+def add_step(browser, step_type: str, name: str, fields: dict[str, str], *, connect: bool = True) -> None:
     browser.follow("Add a step")
     choose_option(browser, "step_type", step_type)
     browser.fill("name", name)
-    browser.fill("config", json.dumps(config))
+    fill_in(browser, fields)
     if not connect:
         browser.driver.find_element("name", "auto_connect").click()
     browser.press("Add the step")
@@ -67,10 +75,16 @@ def svg_texts(browser) -> list[str]:
     return [text.text for text in browser.driver.find_elements("css selector", "svg.workflow-graph text")]
 
 
+def shown_step_types(browser) -> list[str]:
+    groups = browser.driver.find_elements("css selector", "fieldset[data-step-type]")
+    return [group.get_attribute("data-step-type") for group in groups if group.is_displayed()]
+
+
 def test_an_operator_builds_a_branching_workflow_enables_it_and_sees_its_graph(
-    any_browser, operator, project, template
+    any_browser, request, operator, project, template
 ):
     browser = any_browser
+    javascript = request.node.callspec.params["any_browser"]
     log_in_at(browser, "/admin/workflows/workflow/add/")
     browser.fill("project", str(project.project.pk))
     browser.fill("name", "Onboarding")
@@ -80,21 +94,30 @@ def test_an_operator_builds_a_branching_workflow_enables_it_and_sees_its_graph(
     workflow = Workflow.objects.get()
     assert (workflow.project_id, workflow.enabled) == (project.project.pk, False)
 
-    # A config the service refuses is shown at the config field, and nothing is added.
+    # With JavaScript only the chosen type's fields show; without it, every type's, each under its heading.
     browser.follow("Add a step")
     choose_option(browser, "step_type", "CONDITION")
+    every_type = ["SEND_EMAIL", "DELAY", "WAIT_FOR_EVENT", "CONDITION", "WEBHOOK", "UPDATE_CONTACT", "EXIT"]
+    assert shown_step_types(browser) == (["CONDITION"] if javascript else every_type)
+    # A value the service refuses is shown at its field, and nothing is added.
     browser.fill("name", "Pro plan?")
-    browser.fill("config", json.dumps({"field": "data.plan", "operator": "equals"}))
+    fill_in(browser, {"condition_field": "data.plan", "condition_operator": "equals"})
     browser.press("Add the step")
     assert "Please correct the errors below." in browser.text
-    assert "value:" in field_errors(browser, "config")
+    assert "Required" in field_errors(browser, "condition_value")
     assert workflow.steps.count() == 1
-    browser.fill("config", json.dumps(CONDITION))
+    assert shown_step_types(browser) == (["CONDITION"] if javascript else every_type)
+    browser.fill("condition_value", "pro")
     browser.press("Add the step")
     assert "The step was added." in browser.text
 
-    add_step(browser, "SEND_EMAIL", "Welcome pro", {"templateId": str(template.id)})
-    add_step(browser, "EXIT", "Not pro", {"reason": "Free plan"}, connect=False)
+    add_step(
+        browser,
+        "SEND_EMAIL",
+        "Welcome pro",
+        {"email_template": "Welcome mail", "email_recipient": "The execution's contact"},
+    )
+    add_step(browser, "EXIT", "Not pro", {"exit_reason": "Free plan"}, connect=False)
     add_transition(browser, "Pro plan? (CONDITION)", "Welcome pro (SEND_EMAIL)", "Yes")
     add_transition(browser, "Pro plan? (CONDITION)", "Not pro (EXIT)", "No")
     assert "The transition was added." in browser.text
@@ -112,6 +135,10 @@ def test_an_operator_builds_a_branching_workflow_enables_it_and_sees_its_graph(
         for t in WorkflowTransition.objects.filter(workflow=workflow).select_related("from_step", "to_step")
     }
     assert edges == {("Trigger: signup", "Pro plan?", ""), ("Pro plan?", "Welcome pro", "yes"), ("Pro plan?", "Not pro", "no")}  # fmt: skip
+    configs = {step.name: step.config for step in workflow.steps.all()}
+    assert configs["Pro plan?"] == CONDITION
+    assert configs["Welcome pro"] == {"templateId": str(template.id), "recipient": {"type": "CONTACT"}}
+    assert configs["Not pro"] == {"reason": "Free plan"}
 
 
 def test_the_workflow_pages_are_accessible_and_fit_a_phone(browser, operator, project, template, smtp_sink):
@@ -144,10 +171,16 @@ def test_the_workflow_pages_are_accessible_and_fit_a_phone(browser, operator, pr
 
     browser.follow("Add a step")
     choose_option(browser, "step_type", "DELAY")
-    browser.fill("config", json.dumps({"amount": -1, "unit": "days"}))
+    fill_in(browser, {"delay_amount": "-1", "delay_unit": "days"})
     browser.press("Add the step")
-    assert "amount: Must be greater than 0" in field_errors(browser, "config")
+    assert "Must be greater than 0" in field_errors(browser, "delay_amount")
     assert browser.page_problems("admin-workflow-step-refused", min_font_px=12, min_tap_px=None) == []
+
+    # A step's change form, its typed fields filled in from its config.
+    browser.open(f"/admin/workflows/workflow/{workflow.id}/steps/{wait.id}/change/")
+    values = {name: browser.driver.find_element("name", name).get_attribute("value") for name in ("wait_event_name", "wait_timeout", "wait_timeout_unit")}  # fmt: skip
+    assert values == {"wait_event_name": "purchase", "wait_timeout": "3", "wait_timeout_unit": "days"}
+    assert browser.page_problems("admin-workflow-step-change", min_font_px=12, min_tap_px=None) == []
 
     browser.open(f"/admin/workflows/workflow/{workflow.id}/transitions/add/")
     assert browser.page_problems("admin-workflow-transition", min_font_px=12, min_tap_px=None) == []

@@ -2,7 +2,6 @@
 through the admin's forms landing as the API's would (refusals at the field), the change permission, another
 workflow's steps out of reach, and a page whose queries do not grow with the steps."""
 
-import json
 import re
 import xml.etree.ElementTree as ET
 
@@ -154,25 +153,26 @@ def test_each_admin_edit_changes_the_graph_as_the_api_would(admin_client, api, t
     condition = {"field": "data.plan", "operator": "equals", "value": "pro"}
 
     # A CONDITION, connected after the trigger; a DELAY and an EXIT for its branches, not connected.
+    typed_condition = {"condition_field": "data.plan", "condition_operator": "equals", "condition_value": "pro"}
     post(
         admin_client,
         by_admin,
         "steps/add/",
-        {"step_type": "CONDITION", "name": "Pro?", "config": str(condition).replace("'", '"'), "auto_connect": "on"},
+        {"step_type": "CONDITION", "name": "Pro?", **typed_condition, "auto_connect": "on"},
     )
     post(
         admin_client,
         by_admin,
         "steps/add/",
-        {"step_type": "DELAY", "name": "Pause", "config": '{"amount": 2, "unit": "days"}'},
+        {"step_type": "DELAY", "name": "Pause", "delay_amount": "2", "delay_unit": "days"},
     )
     post(
         admin_client,
         by_admin,
         "steps/add/",
-        {"step_type": "SEND_EMAIL", "name": "Welcome", "config": f'{{"templateId": "{template.id}"}}'},
+        {"step_type": "SEND_EMAIL", "name": "Welcome", "email_template": template.id, "email_recipient": "CONTACT"},
     )
-    post(admin_client, by_admin, "steps/add/", {"step_type": "EXIT", "name": "Done", "config": ""})
+    post(admin_client, by_admin, "steps/add/", {"step_type": "EXIT", "name": "Done", "exit_reason": ""})
     api_condition = api.step(by_api, "CONDITION", condition, name="Pro?")
     api_pause = api.step(by_api, "DELAY", {"amount": 2, "unit": "days"}, name="Pause", autoConnect=False)
     api_welcome = api.step(by_api, "SEND_EMAIL", {"templateId": str(template.id)}, name="Welcome", autoConnect=False)
@@ -189,7 +189,7 @@ def test_each_admin_edit_changes_the_graph_as_the_api_would(admin_client, api, t
     assert shape(by_admin["id"]) == shape(by_api["id"])
 
     # A step renamed and reconfigured; the DELAY spliced out; the "no" transition removed.
-    data = {"name": "Three days", "config": '{"amount": 3, "unit": "days"}'}
+    data = {"name": "Three days", "delay_amount": "3", "delay_unit": "days"}
     post(admin_client, by_admin, f"steps/{step_id(by_admin, 'Pause')}/change/", data)
     api.call(
         "patch",
@@ -216,7 +216,7 @@ def test_each_admin_edit_changes_the_graph_as_the_api_would(admin_client, api, t
         admin_client,
         by_admin,
         "steps/add/",
-        {"step_type": "SEND_EMAIL", "config": f'{{"templateId": "{template.id}"}}', "auto_connect": "on"},
+        {"step_type": "SEND_EMAIL", "email_template": template.id, "auto_connect": "on"},
     )
     form = {"name": "By admin", "description": "", "event_name": "signup", "enabled": "on", "allow_reentry": ""}
     post(admin_client, by_admin, "change/", form)
@@ -225,37 +225,77 @@ def test_each_admin_edit_changes_the_graph_as_the_api_would(admin_client, api, t
 
 REFUSALS = [
     # (what is posted, the form's field, the message shown there)
+    ("steps/add/", {"step_type": "DELAY", "delay_amount": "-1", "delay_unit": "days"}, "delay_amount", "Must be greater than 0"),
+    ("steps/add/", {"step_type": "DELAY", "delay_amount": "400", "delay_unit": "days"}, "delay_amount", "A delay may be at most 365 days"),
+    ("steps/add/", {"step_type": "DELAY", "delay_unit": "days"}, "delay_amount", "Required"),
+    ("steps/add/", {"step_type": "DELAY", "delay_amount": "two"}, "delay_amount", "Enter a number."),
+    ("steps/add/", {"step_type": "SEND_EMAIL", "email_recipient": "CONTACT"}, "email_template", "Required"),
     (
         "steps/add/",
-        {"step_type": "DELAY", "config": '{"amount": -1, "unit": "days"}'},
-        "config",
-        "amount: Must be greater than 0",
-    ),
-    ("steps/add/", {"step_type": "DELAY", "config": '{"amount": 1'}, "config", "Enter a valid JSON."),
-    ("steps/add/", {"step_type": "DELAY", "config": "[1, 2]"}, "config", "Expected object"),
-    (
-        "steps/add/",
-        {"step_type": "SEND_EMAIL", "config": '{"templateId": "nope"}'},
-        "config",
-        'templateId: Template "nope" was not found in this project',
+        {"step_type": "SEND_EMAIL", "email_template": "{template}", "email_recipient": "CUSTOM", "email_address": "nope"},
+        "email_address",
+        "A CUSTOM recipient needs a valid email address",
     ),
     (
         "steps/add/",
-        {"step_type": "TRIGGER", "config": "{}"},
+        {"step_type": "TRIGGER"},
         "step_type",
         "Select a valid choice. TRIGGER is not one of the available choices.",
     ),
+    ("steps/add/", {"step_type": "WAIT_FOR_EVENT", "wait_timeout": "1"}, "wait_event_name", "Required"),
     (
         "steps/add/",
-        {"step_type": "WEBHOOK", "config": '{"url": "ftp://example.com"}'},
-        "config",
-        "url: The URL must start with http:// or https://",
+        {"step_type": "WAIT_FOR_EVENT", "wait_event_name": "purchase", "wait_timeout": "400", "wait_timeout_unit": "days"},
+        "wait_timeout",
+        "Must be 1 to 31,536,000 seconds (365 days)",
     ),
     (
+        "steps/add/",
+        {"step_type": "WAIT_FOR_EVENT", "wait_event_name": "purchase", "wait_timeout": "0.5", "wait_timeout_unit": "seconds"},
+        "wait_timeout",
+        "Expected an integer number of seconds",
+    ),
+    ("steps/add/", {"step_type": "CONDITION", "condition_field": "data.plan", "condition_operator": "equals"}, "condition_value", "Required"),
+    (
+        "steps/add/",
+        {"step_type": "CONDITION", "condition_field": "subscribed", "condition_operator": "equals", "condition_value": "yes"},
+        "condition_value",
+        "Expected boolean",
+    ),
+    (
+        "steps/add/",
+        {"step_type": "CONDITION", "condition_field": "data.plan", "condition_operator": "within", "condition_value": "3"},
+        "condition_unit",
+        "Required: one of days, hours, minutes",
+    ),
+    ("steps/add/", {"step_type": "WEBHOOK", "webhook_url": "ftp://example.com"}, "webhook_url", "The URL must start with http:// or https://"),
+    (
+        "steps/add/",
+        {"step_type": "WEBHOOK", "webhook_url": "https://example.com", "webhook_headers": "Bad Name: x"},
+        "webhook_headers",
+        "Bad Name: Not a valid header name",
+    ),
+    (
+        "steps/add/",
+        {"step_type": "WEBHOOK", "webhook_url": "https://example.com", "webhook_headers": "no colon"},
+        "webhook_headers",
+        "Write each header as Name: value",
+    ),
+    (
+        "steps/add/",
+        {"step_type": "WEBHOOK", "webhook_url": "https://example.com", "webhook_body": "3"},
+        "webhook_body",
+        "Expected a JSON object or array",
+    ),
+    ("steps/add/", {"step_type": "WEBHOOK", "webhook_url": "https://example.com", "webhook_body": '{"a": '}, "webhook_body", "Enter a valid JSON."),
+    ("steps/add/", {"step_type": "UPDATE_CONTACT", "update_data": "[1]"}, "update_data", "Expected object"),
+    ("steps/add/", {"step_type": "UPDATE_CONTACT", "update_subscription": "none"}, None, "Give `updates` or a `subscriptionAction`"),
+    ("steps/add/", {"step_type": "EXIT", "exit_reason": "x" * 501}, "exit_reason", "Must be at most 500 characters"),
+    (
         "steps/{wait}/change/",
-        {"name": "Wait", "config": '{"eventName": "purchase"}'},
-        "config",
-        "timeout: The step has a TIMEOUT transition: delete it before removing the timeout",
+        {"name": "Wait", "wait_event_name": "purchase"},
+        "wait_timeout",
+        "The step has a TIMEOUT transition: delete it before removing the timeout",
     ),
     ("steps/{condition}/delete/", {"splice": "on"}, "splice", "A step with more than one way out"),
     ("steps/{trigger}/delete/", {}, None, "The trigger step cannot be deleted: every workflow starts with it"),
@@ -289,7 +329,7 @@ REFUSALS = [
         "wait_outcome",
         "Only a WAIT_FOR_EVENT step has wait outcomes",
     ),
-]
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("route", "data", "field", "message"), REFUSALS)
@@ -302,6 +342,7 @@ def test_a_refused_edit_shows_the_services_message_at_the_field_and_changes_noth
         "condition": step_id(workflow, "Pro plan?"),
         "wait": step_id(workflow, "Wait for purchase"),
         "exit": step_id(workflow, "Gave up"),
+        "template": str(template.id),
     }
     before = shape(workflow["id"])
     # "{condition}" and the like name a step of the workflow.
@@ -335,8 +376,8 @@ def test_without_the_change_permission_the_graph_is_read_only(api, template):
     before = shape(workflow["id"])
     condition = step_id(workflow, "Pro plan?")
     for route, data in (
-        ("steps/add/", {"step_type": "EXIT", "config": "{}"}),
-        (f"steps/{condition}/change/", {"name": "Renamed", "config": "{}"}),
+        ("steps/add/", {"step_type": "EXIT", "exit_reason": "Done"}),
+        (f"steps/{condition}/change/", {"name": "Renamed", "condition_value": "free"}),
         (f"steps/{condition}/delete/", {}),
         ("transitions/add/", {"from_step": condition, "to_step": step_id(workflow, "Bought"), "branch": "yes"}),
         (f"transitions/{transition_id(workflow, 'yes')}/delete/", {}),
@@ -347,9 +388,10 @@ def test_without_the_change_permission_the_graph_is_read_only(api, template):
 
     editor = staff("view_workflow", "change_workflow")
     assert "Add a step" in editor.get(page_of(workflow)).content.decode()
-    config = json.dumps(WorkflowStep.objects.get(id=condition).config)
-    post(editor, workflow, f"steps/{condition}/change/", {"name": "Renamed", "config": config})
-    assert WorkflowStep.objects.get(id=condition).name == "Renamed"
+    typed = {"condition_field": "data.plan", "condition_operator": "equals", "condition_value": "free"}
+    post(editor, workflow, f"steps/{condition}/change/", {"name": "Renamed", **typed})
+    changed = WorkflowStep.objects.get(id=condition)
+    assert (changed.name, changed.config["value"]) == ("Renamed", "free")
 
 
 def test_another_workflows_steps_cannot_be_targeted(admin_client, api, template, other_project):
