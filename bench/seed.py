@@ -58,6 +58,7 @@ COMPLAINED = 0.0005
 # Extra opens and clicks after the first: geometric with this chance of one more.
 MORE_OPENS, MORE_CLICKS = 0.4, 0.2
 BATCH = 2000
+CHUNK = 200_000
 
 FIRST_NAMES = (  # noqa: SIM905 - a list of words reads best as text
     "anna emma mia sofia lea laura julia sarah lisa marie nina clara eva lena hannah paul lukas leon jonas finn "
@@ -487,21 +488,20 @@ def iso(moment: float) -> str:
 
 
 class Writer:
-    """One COPY on its own connection, fed lines in batches; counts rows and time spent writing."""
+    """COPY on a connection of its own, fed lines in batches, committed every `CHUNK` rows: PostgreSQL queues a
+    foreign-key check per row until the end of the statement, so one COPY of 100 million rows would hold 200
+    million of them in memory; a chunk holds a bounded number, and a failure loses one chunk."""
 
     def __init__(self, table: str, columns: str):
         import psycopg
         from django.db import connection
 
-        self.table, self.rows, self.batch = table, 0, []
+        self.sql, self.table, self.rows, self.batch = f"COPY {table} ({columns}) FROM STDIN", table, 0, []
         params = connection.get_connection_params()
         for django_only in ("cursor_factory", "context", "prepare_threshold"):
             params.pop(django_only, None)
         self.connection = psycopg.connect(**params)
-        # Check each row's foreign keys as it arrives instead of queuing a check per row until the commit.
-        self.connection.execute("SET CONSTRAINTS ALL IMMEDIATE")
-        self.copy_context = self.connection.cursor().copy(f"COPY {table} ({columns}) FROM STDIN")
-        self.copy = self.copy_context.__enter__()
+        self.copy_context = self.copy = None
 
     def write(self, line: str) -> None:
         self.batch.append(line)
@@ -509,15 +509,26 @@ class Writer:
             self.flush()
 
     def flush(self) -> None:
-        if self.batch:
-            self.copy.write("".join(self.batch))
-            self.rows += len(self.batch)
-            self.batch = []
+        if not self.batch:
+            return
+        if self.copy is None:
+            self.copy_context = self.connection.cursor().copy(self.sql)
+            self.copy = self.copy_context.__enter__()
+        self.copy.write("".join(self.batch))
+        self.rows += len(self.batch)
+        self.batch = []
+        if self.rows % CHUNK < BATCH:
+            self.commit()
+
+    def commit(self) -> None:
+        if self.copy is not None:
+            self.copy_context.__exit__(None, None, None)
+            self.connection.commit()
+            self.copy_context = self.copy = None
 
     def close(self) -> None:
         self.flush()
-        self.copy_context.__exit__(None, None, None)
-        self.connection.commit()
+        self.commit()
         self.connection.close()
 
 
