@@ -37,7 +37,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -532,41 +531,6 @@ class Writer:
         self.connection.close()
 
 
-# The indexes of a table that no constraint owns (the primary keys and unique constraints stay), with their
-# definitions as PostgreSQL prints them: what `rebuild_indexes` drops before loading and creates again afterwards,
-# exactly as the migrations made them.
-PLAIN_INDEXES = """
-SELECT index.relname, pg_get_indexdef(pg_index.indexrelid) FROM pg_index
-JOIN pg_class AS index ON index.oid = pg_index.indexrelid
-WHERE pg_index.indrelid = %s::regclass AND NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conindid = index.oid)
-"""
-
-
-@contextmanager
-def indexes_dropped(figures: dict):
-    """Drop the plain indexes of the loaded tables, and create them again on the way out (whatever happened), in
-    sorted builds; `figures` gets their time."""
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        definitions = []
-        for table in TABLES:
-            cursor.execute(PLAIN_INDEXES, [table])
-            definitions += cursor.fetchall()
-        for name, _definition in definitions:
-            cursor.execute(f'DROP INDEX "{name}"')
-    try:
-        yield
-    finally:
-        started = time.perf_counter()
-        with connection.cursor() as cursor:
-            cursor.execute("SET maintenance_work_mem = '1GB'")
-            for _name, definition in definitions:
-                cursor.execute(definition)
-            cursor.execute("RESET maintenance_work_mem")
-        figures["index_build_seconds"] = round(time.perf_counter() - started, 1)
-
-
 def seed(
     *,
     project,
@@ -574,13 +538,12 @@ def seed(
     events: int,
     emails: int,
     seed: int = 1,
-    rebuild_indexes: bool = False,
     analyze: bool = True,
     log=None,
 ) -> dict:
     """Write the rows into `project` (committed, on PostgreSQL) and what Herald derives from them; returns the
-    figures printed by the command. `rebuild_indexes`: drop the tables' plain indexes while loading and build them
-    afterwards (only what the migrations made, as they made it)."""
+    figures printed by the command. The tables keep their indexes while loading: dropping them and building them
+    afterwards was slower (docs/performance.md, "Seeding") and leaves them denser than a live table's."""
     from django.conf import settings
 
     shape = Shape(
@@ -595,8 +558,7 @@ def seed(
     figures: dict = {"seed": seed, "tables": {}}
     begun = time.perf_counter()
     say = log or (lambda message: None)
-    with indexes_dropped(figures) if rebuild_indexes else nullcontext():
-        activity = _load(shape, project_id, figures, say)
+    activity = _load(shape, project_id, figures, say)
     started = time.perf_counter()
     derived_write(project=project, campaigns=activity.campaigns, shape=shape)
     figures["derived_seconds"] = round(time.perf_counter() - started, 1)
@@ -760,11 +722,6 @@ def main() -> None:
     parser.add_argument("--database", default="herald_bench_seed")
     parser.add_argument("--fresh", action="store_true", help="drop and create the database and migrate it first")
     parser.add_argument("--project", help="the id of an existing project (default: create one)")
-    parser.add_argument(
-        "--rebuild-indexes",
-        action="store_true",
-        help="drop the tables' plain indexes while loading and build them afterwards (as the migrations made them)",
-    )
     args = parser.parse_args()
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -792,7 +749,6 @@ def main() -> None:
         events=args.events,
         emails=args.emails,
         seed=args.seed,
-        rebuild_indexes=args.rebuild_indexes,
         log=lambda message: print(message, file=sys.stderr, flush=True),
     )
     out = {"database": args.database, "project": str(project.id), **figures}
