@@ -226,14 +226,15 @@ class Activity:
     def __init__(self, shape: Shape, project_id: str):
         self.shape, self.project_id = shape, project_id
         self.rng = random.Random(shape.seed + 1)
-        self.start = shape.now - ACTIVITY_DAYS * DAY
+        # Ends two minutes ago: every send, delivery, bounce and failure (at most a minute after its email) is past.
+        self.start = shape.now - 120 - ACTIVITY_DAYS * DAY
         self.body_since = shape.now - shape.body_days * DAY
         self.sequence = itertools.count()
-        self.pending: list = []  # (time, sequence, name, email, data) of email.* events still ahead
+        # The email.* events still ahead: (time, sequence, name, (email id, contact id, payload), the kind's fields).
+        self.pending: list = []
         self.campaigns: list[dict] = []
         self.email_events = 0
         self.last_hit: float | None = None  # the latest open or click of the email being written
-        # What share of the days' activity falls before each moment: activity grows with the audience.
         self.marketing = round(shape.emails * MARKETING_SHARE) if shape.contacts else 0
         self.transactional = shape.emails - self.marketing if shape.contacts else 0
         self.event_picks = picks((name, round(1000 / rank)) for rank, name in enumerate(EVENT_NAMES, start=1))
@@ -266,6 +267,8 @@ class Activity:
     def transactional_emails(self) -> Iterator[tuple[float, dict]]:
         for moment in self.times(self.transactional):
             contact = self.active_contact(moment)
+            if contact is None:  # nobody has signed up yet
+                continue
             subject = TRANSACTIONAL_SUBJECTS[int(len(TRANSACTIONAL_SUBJECTS) * self.rng.random() ** 2)]
             yield moment, {"contact": contact, "type": "TRANSACTIONAL", "source": "api", "subject": subject}
 
@@ -341,7 +344,7 @@ class Activity:
         opens = clicks = 0
         status, error, updated = "SENT", "", created
         if rng.random() < FAILED:
-            status, error, updated = "FAILED", "SMTP 554: 5.7.1 Message rejected", created + 300
+            status, error, updated = "FAILED", "SMTP 554: 5.7.1 Message rejected", created + 60
             self.queue(updated, "email.failed", info, f', "error": "{error}"')
         else:
             at["sent"] = created + 1 + rng.random() * 20

@@ -79,6 +79,10 @@ def events_have_time_ordered_ids_and_skewed_names(secret_client):
     assert sum(row["count"] for row in stats.values()) == page["total"]
     # Zipf: the first tracked name about twice the second.
     assert near(stats["page.view"]["count"] / stats["session.start"]["count"], 2, 0.4)
+    # Nothing happened after now, emails included (a send comes seconds after its email).
+    now = datetime.now(UTC)
+    assert not Event.objects.filter(created_at__gt=now).exists()
+    assert not Email.objects.filter(Q(updated_at__gt=now) | Q(sent_at__gt=now) | Q(delivered_at__gt=now)).exists()
     # Every sent email has its email.sent event, linked to it.
     sent = Email.objects.filter(sent_at__isnull=False).count()
     assert stats["email.sent"]["count"] == sent
