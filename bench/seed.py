@@ -152,19 +152,23 @@ class Contact(NamedTuple):
 
 @dataclass
 class Shape:
-    """The sizes and times of one seeding, and contact `i` as a function of them."""
+    """The sizes and times of one seeding, and contact `i` as a function of them. What the rows hold depends on the
+    seed alone; their ids on the project too, so that two projects of one database can be seeded alike."""
 
     contacts: int
     events: int
     emails: int
     seed: int
+    project_id: str
     now: float
     body_days: int
     domain: str = "bench.test"
     key: bytes = field(init=False)
+    id_key: bytes = field(init=False)
 
     def __post_init__(self):
         self.key = hashlib.blake2b(str(self.seed).encode(), digest_size=16).digest()
+        self.id_key = hashlib.blake2b(f"{self.seed} {self.project_id}".encode(), digest_size=16).digest()
         self.contact = lru_cache(maxsize=1 << 16)(self._contact)
         self.start = self.now - CONTACT_DAYS * DAY
 
@@ -178,15 +182,17 @@ class Shape:
         return min(self.contacts, int(self.contacts * share * share + 0.5))
 
     def _contact(self, i: int) -> Contact:
-        digest = hashlib.blake2b(i.to_bytes(8, "little"), key=self.key, digest_size=24).digest()
-        text = digest[:16].hex()  # version 4, RFC 4122 variant: the 13th digit and 2 bits of the 17th are set
-        first, last = FIRST_NAMES[digest[16] % len(FIRST_NAMES)], LAST_NAMES[digest[17] % len(LAST_NAMES)]
+        number = i.to_bytes(8, "little")
+        digest = hashlib.blake2b(number, key=self.key, digest_size=8).digest()
+        random_id = hashlib.blake2b(number, key=self.id_key, digest_size=16).digest()
+        text = random_id.hex()  # version 4, RFC 4122 variant: the 13th digit and 2 bits of the 17th are set
+        first, last = FIRST_NAMES[digest[0] % len(FIRST_NAMES)], LAST_NAMES[digest[1] % len(LAST_NAMES)]
         return Contact(
-            f"{text[:8]}-{text[8:12]}-4{text[13:16]}-{'89ab'[digest[8] & 3]}{text[17:20]}-{text[20:]}",
-            f"{first}.{last}{i}@{DOMAIN_PICKS[digest[18] % len(DOMAIN_PICKS)]}",
+            f"{text[:8]}-{text[8:12]}-4{text[13:16]}-{'89ab'[random_id[8] & 3]}{text[17:20]}-{text[20:]}",
+            f"{first}.{last}{i}@{DOMAIN_PICKS[digest[2] % len(DOMAIN_PICKS)]}",
             first,
             last,
-            digest[19] < 230,
+            digest[3] < 230,
             self.contact_time(i),
         )
 
@@ -194,8 +200,8 @@ class Shape:
 DOMAIN_PICKS, PLAN_PICKS, COUNTRY_PICKS = picks(DOMAINS), picks(PLANS), picks(COUNTRIES)
 
 
-def contact_rows(shape: Shape, project_id: str) -> Iterator[str]:
-    rng = random.Random(shape.seed)
+def contact_rows(shape: Shape) -> Iterator[str]:
+    rng, project_id = random.Random(shape.seed), shape.project_id
     for i in range(shape.contacts):
         contact = shape._contact(i)
         data = [
@@ -223,9 +229,10 @@ def contact_rows(shape: Shape, project_id: str) -> Iterator[str]:
 class Activity:
     """Emails and events in time order: `rows()` yields ("email" | "event", COPY line)."""
 
-    def __init__(self, shape: Shape, project_id: str):
-        self.shape, self.project_id = shape, project_id
+    def __init__(self, shape: Shape):
+        self.shape, self.project_id = shape, shape.project_id
         self.rng = random.Random(shape.seed + 1)
+        self.ids = random.Random(f"{shape.seed} {shape.project_id}")  # ids of the project's own
         # Ends two minutes ago: every send, delivery, bounce and failure (at most a minute after its email) is past.
         self.start = shape.now - 120 - ACTIVITY_DAYS * DAY
         self.body_since = shape.now - shape.body_days * DAY
@@ -284,7 +291,7 @@ class Activity:
             topic = CAMPAIGN_TOPICS[number % len(CAMPAIGN_TOPICS)]
             plan.append(
                 {
-                    "id": uuid4(self.rng),
+                    "id": uuid4(self.ids),
                     "name": f"{topic} #{number + 1}",
                     "subject": f"{topic}: what is new this week",
                     "sent_at": moment,
@@ -328,7 +335,7 @@ class Activity:
         """The email's COPY line; its events are queued in `pending` at their times."""
         rng, now, contact = self.rng, self.shape.now, email["contact"]
         self.last_hit = None
-        email_id = uuid4(rng)
+        email_id = uuid4(self.ids)
         domain = self.shape.domain
         campaign = email.get("campaign")
         subject = campaign["subject"] if campaign else email["subject"]
@@ -444,13 +451,13 @@ class Activity:
             data = '{"from": "starter", "to": "pro"}'
         else:
             data = "{}"
-        return f"{uuid7(moment, rng)}\t{self.project_id}\t{contact.id}\t{name}\t{NULL}\t{data}\t{stamp(moment)}\n"
+        return f"{uuid7(moment, self.ids)}\t{self.project_id}\t{contact.id}\t{name}\t{NULL}\t{data}\t{stamp(moment)}\n"
 
     def email_event(self, item: tuple) -> str:
         moment, _sequence, name, (email_id, contact_id, base), extra = item
         self.email_events += 1
         return (
-            f"{uuid7(moment, self.rng)}\t{self.project_id}\t{contact_id}\t{name}\t{email_id}\t{{{base}{extra}}}\t"
+            f"{uuid7(moment, self.ids)}\t{self.project_id}\t{contact_id}\t{name}\t{email_id}\t{{{base}{extra}}}\t"
             f"{stamp(moment)}\n"
         )
 
@@ -554,14 +561,14 @@ def seed(
         events=events,
         emails=emails,
         seed=seed,
+        project_id=str(project.id),
         now=time.time(),
         body_days=settings.EMAIL_BODY_RETENTION_DAYS,
     )
-    project_id = str(project.id)
     figures: dict = {"seed": seed, "tables": {}}
     begun = time.perf_counter()
     say = log or (lambda message: None)
-    activity = _load(shape, project_id, figures, say)
+    activity = _load(shape, figures, say)
     started = time.perf_counter()
     derived_write(project=project, campaigns=activity.campaigns, shape=shape)
     figures["derived_seconds"] = round(time.perf_counter() - started, 1)
@@ -578,17 +585,17 @@ def seed(
     return figures
 
 
-def _load(shape: Shape, project_id: str, figures: dict, say) -> "Activity":
+def _load(shape: Shape, figures: dict, say) -> "Activity":
     started = time.perf_counter()
     writer = Writer("contacts_contact", CONTACT_COLUMNS)
-    for line in contact_rows(shape, project_id):
+    for line in contact_rows(shape):
         writer.write(line)
     writer.close()
     figures["tables"]["contacts_contact"] = _rate(writer.rows, started)
     say(f"contacts: {figures['tables']['contacts_contact']}")
 
     started = time.perf_counter()
-    activity = Activity(shape, project_id)
+    activity = Activity(shape)
     writers = {
         "email": Writer("messaging_email", EMAIL_COLUMNS),
         "event": Writer("contacts_event", EVENT_COLUMNS),
