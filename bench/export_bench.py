@@ -1,7 +1,7 @@
 """`export_contacts` at scale on PostgreSQL: peak memory (RSS) of the command at two audience sizes, to show that it
 streams (the same peak at 10 times the contacts) rather than loading the audience.
 
-Seeds one project per size with the contacts of bench/segments_bench.py (four data keys each), then runs the real
+Seeds one project per size with the contacts of bench/seed.py (about eight data keys each), then runs the real
 command in a fresh process per size, writing the CSV to a file, and reads that process's own peak RSS
 (getrusage). A project with no contact gives the baseline: Django, the apps and a database connection loaded.
 
@@ -15,12 +15,11 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.segments_bench import SEED_CONTACTS
-from bench.serve import PG, PYTHON, ROOT, bench_env, fresh_database, machine, manage
+from bench.seed import seed_command
+from bench.serve import PYTHON, ROOT, bench_env, fresh_database, machine, manage
 
 # Runs manage.py in this process and reports its peak RSS on the last line of stderr, whatever the exit.
 CHILD = """
@@ -42,14 +41,7 @@ def project(env: dict, name: str) -> str:
 
 
 def seed(database: str, project_id: str, count: int) -> float:
-    import psycopg
-
-    with psycopg.connect(f"{PG}/{database}", autocommit=True) as conn:
-        started = time.perf_counter()
-        if count:
-            conn.execute(SEED_CONTACTS, {"project": project_id, "count": count}, prepare=False)
-        conn.execute("VACUUM ANALYZE contacts_contact")
-        return round(time.perf_counter() - started, 1)
+    return seed_command(database, project=project_id, contacts=count, events=0, emails=0)["seconds"]
 
 
 def export(env: dict, project_id: str) -> dict:

@@ -1,4 +1,5 @@
-"""Segments at scale on PostgreSQL: 1,000,000 contacts with realistic data and 5,000,000 events.
+"""Segments at scale on PostgreSQL: 1,000,000 contacts with realistic data and 5,000,000 tracked events, seeded by
+bench/seed.py (its contacts' `data.plan`, `data.age` and `data.score`, its Zipf-like event names over a year).
 
 Measures (in-process, the same selectors and services the API calls):
 - the member count of a 3-filter dynamic segment mixing `data.*` and `event.*` (target < 500 ms),
@@ -23,30 +24,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.serve import PG, bench_env, fresh_database, machine, manage, setup_project
+from bench.seed import seed_command
+from bench.serve import PG, bench_env, database_name, fresh_database, machine, manage, setup_project
 
-DATABASE = "herald_bench_segments"
-# Contacts: one a minute over the last ~2 years (newest = highest g), four plans, ages 18-77, seven countries, a
-# score spread over 0-999 independently of the rest.
-SEED_CONTACTS = """
-INSERT INTO contacts_contact (id, project_id, email, subscribed, data, created_at, updated_at)
-SELECT gen_random_uuid(), %(project)s::uuid, 'c' || g || '@' || (ARRAY['gmail.com','acme.io','mail.test'])[1 + g %% 3],
-       g %% 10 <> 0,
-       jsonb_build_object('plan', (ARRAY['free','pro','team','enterprise'])[1 + g %% 4],
-                          'age', 18 + g %% 60,
-                          'country', (ARRAY['DE','FR','US','GB','IT','ES','NL'])[1 + g %% 7],
-                          'score', (g::bigint * 7919) %% 1000),
-       now() - make_interval(mins => %(count)s - g), now()
-FROM generate_series(1, %(count)s) AS g
-"""
-# Five events per contact, eight names, timestamps spread to the second over the last ~85 days.
-SEED_EVENTS = """
-INSERT INTO contacts_event (id, project_id, contact_id, name, data, created_at)
-SELECT gen_random_uuid(), c.project_id, c.id,
-       (ARRAY['signup','login','purchase','view','cart','search','share','logout'])[1 + (hashtext(c.id::text || k) & 7)],
-       '{}'::jsonb, now() - make_interval(secs => (hashtext(c.email || k) & 2147483647) % 7369200)
-FROM contacts_contact c, generate_series(1, 5) AS k
-"""
+DATABASE = database_name("herald_bench_segments")
 # 3 filters, data and events: pro-plan adults who purchased in the last 30 days.
 CONDITION = {
     "logic": "AND",
@@ -60,7 +41,7 @@ CONDITION = {
         }
     ],
 }
-# About 100,000 of 1,000,000 contacts: a score band; then a condition nobody matches, so they all leave.
+# About 100,000 of 1,000,000 contacts: a band of the uniform score; then a condition nobody matches, so they all leave.
 MOVE_CONDITION = {
     "logic": "AND",
     "groups": [{"filters": [{"field": "data.score", "operator": "lessThan", "value": 100}]}],
@@ -78,16 +59,10 @@ def psql(sql: str) -> None:
 def seed(env: dict, contacts: int) -> float:
     fresh_database(DATABASE)
     project = setup_project(env)
-    import psycopg
-
-    with psycopg.connect(f"{PG}/{DATABASE}", autocommit=True) as conn:
-        started = time.perf_counter()
-        conn.execute(SEED_CONTACTS, {"project": project["id"], "count": contacts}, prepare=False)
-        conn.execute(SEED_EVENTS, prepare=False)
-        conn.execute("VACUUM ANALYZE contacts_contact")
-        conn.execute("VACUUM ANALYZE contacts_event")
-        conn.execute("CHECKPOINT")
-        return round(time.perf_counter() - started, 1)
+    started = time.perf_counter()
+    seed_command(DATABASE, project=project["id"], contacts=contacts, events=5 * contacts, emails=0)
+    psql("CHECKPOINT")
+    return round(time.perf_counter() - started, 1)
 
 
 def forget_earlier_runs(env: dict) -> None:
