@@ -19,6 +19,7 @@ import signal
 import socket
 import threading
 import time
+from contextlib import contextmanager
 
 from django.conf import settings
 from django.db import Error, close_old_connections, connections
@@ -29,6 +30,25 @@ from config.leases import BEAT_LEASE as LEASE
 from config.leases import lease_get, lease_held, lease_release, lease_take
 
 logger = logging.getLogger(__name__)
+STOPS = (signal.SIGTERM, signal.SIGINT)
+
+
+@contextmanager
+def _stop_signals_held():
+    """SIGTERM and SIGINT received inside are raised again on the way out (Python runs signal handlers in the main
+    thread, whichever thread the kernel gave the signal to, so the handlers are swapped rather than the mask)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received = []
+    previous = {number: signal.signal(number, lambda number, frame: received.append(number)) for number in STOPS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for number in received[:1]:
+            signal.raise_signal(number)
 
 
 class LeasedDatabaseScheduler(DatabaseScheduler):
@@ -41,11 +61,8 @@ class LeasedDatabaseScheduler(DatabaseScheduler):
         # scheduler, which is still being built: it built a second one on the same connection, in the middle of this
         # one's statements, and raised that one's database error instead of exiting. Library code caught the error
         # and beat ran on, deaf to the stop, until killed. Held, the signal arrives once the scheduler exists.
-        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
-        try:
+        with _stop_signals_held():
             super().__init__(*args, **kwargs)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
     def tick(self, *args, **kwargs):
         if time.monotonic() >= self._next_take:

@@ -4,6 +4,7 @@ admin shows leases without changing them."""
 
 import os
 import signal
+import threading
 from datetime import timedelta
 
 import pytest
@@ -156,6 +157,9 @@ def test_a_stop_signal_while_the_schedule_is_read_arrives_once_the_scheduler_is_
 
     previous = signal.signal(signal.SIGTERM, lambda number, frame: arrived.append(("signal", bool(arrived))))
     monkeypatch.setattr(DatabaseScheduler, "setup_schedule", signalled_while_reading)
+    # Another thread, as a process has (a signal may be given to it, and its handler still runs in the main thread).
+    other_thread = threading.Thread(target=threading.Event().wait, args=(5,), daemon=True)
+    other_thread.start()
     try:
         LeasedDatabaseScheduler(app=app)
     finally:

@@ -11,6 +11,7 @@ from datetime import UTC
 from django.conf import settings
 from django.utils.dateparse import parse_datetime
 
+from core.http.sanity import body_fault
 from messaging.feedback.events import BOUNCED, CLICKED, COMPLAINED, DELIVERED, HARD, OPENED, SOFT, FeedbackEvent
 from messaging.feedback.signatures import generic_signature_valid
 
@@ -89,4 +90,8 @@ def parse(body: bytes) -> list[FeedbackEvent]:
         raise Malformed("The body is not valid JSON") from exc
     if not isinstance(items, list) or not 1 <= len(items) <= MAX_EVENTS:
         raise Malformed(f"The body must be a JSON array of 1 to {MAX_EVENTS} events")
+    fault = body_fault(items)  # a NUL or a lone surrogate, which no column can store
+    if fault is not None:
+        path, message, _ = fault
+        raise Malformed(f"{path}: {message}")
     return [_item(index, item) for index, item in enumerate(items)]

@@ -511,6 +511,9 @@ def test_generic_unsigned_is_403(client):
         # Found by the schema fuzz test: a type that is not a string was a 500.
         b'[{"id": "1", "type": {"a": 1}, "emailId": "x"}]',
         b'[{"id": "1", "type": ["delivered"], "emailId": "x"}]',
+        # Found by the schema fuzz test on PostgreSQL, which stores no NUL character in text: a 500.
+        b'[{"id": "\\u0000", "type": "opened", "emailId": "x"}]',
+        b'[{"id": "1", "type": "opened", "emailId": "x", "reason": "\\ud800"}]',
     ],
 )
 def test_generic_malformed_bodies_are_400(client, body):
