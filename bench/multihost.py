@@ -119,8 +119,9 @@ def network():
 class Host:
     """One host's processes, started inside its namespace; its logs in `logs`."""
 
-    def __init__(self, name: str, env: dict, logs: Path, stack: ExitStack):
+    def __init__(self, name: str, env: dict, logs: Path, stack: ExitStack, web_workers: int):
         self.name, self.address, self.env, self.logs, self.stack = name, HOSTS[name], env, logs, stack
+        self.web_workers = web_workers
         self.prefix = ("ip", "netns", "exec", namespace(name))
         self.beat = None
         self.workers: list[subprocess.Popen] = []
@@ -142,7 +143,12 @@ class Host:
 
         self.base = self.stack.enter_context(
             gunicorn_server(
-                workers=2, stderr=self._log("web"), prefix=self.prefix, host=self.address, timeout=120, **self.env
+                workers=self.web_workers,
+                stderr=self._log("web"),
+                prefix=self.prefix,
+                host=self.address,
+                timeout=120,
+                **self.env,
             )
         )
 
@@ -164,6 +170,16 @@ class Host:
             len(children(worker.pid)) >= int(worker.args[worker.args.index("--concurrency") + 1])
             for worker in self.workers
         )
+
+    def stop(self) -> None:
+        """SIGTERM to each process the drill started on the host, all at once (each context then waits for its own:
+        one after the other, the warm shutdowns would add up)."""
+        for pid in namespace_pids(self.name):
+            try:
+                if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(os.getpid()):
+                    os.kill(pid, signal.SIGTERM)
+            except (FileNotFoundError, ProcessLookupError):  # it ended meanwhile
+                pass
 
     def lose(self) -> int:
         """SIGKILL every process of the host at once; the number of the delivery worker's pool processes killed."""
@@ -217,6 +233,16 @@ def _connects(host: str, port: int) -> bool:
         return True
     except OSError:
         return False
+
+
+def schema_copy(source: str) -> None:
+    """The schema of `source`, a migrated database, with its record of the migrations applied, into the drill's
+    fresh database: as `migrate` would make it, in a fraction of its time (`migrate` then finds nothing to do)."""
+    dump = ["pg_dump", "--no-owner", "--no-privileges", source]
+    schema = subprocess.run([*dump, "--schema-only"], check=True, capture_output=True).stdout
+    applied = subprocess.run([*dump, "--data-only", "-t", "django_migrations"], check=True, capture_output=True).stdout
+    psql = ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", f"{PG}/{DATABASE}"]
+    subprocess.run(psql, input=schema + applied, check=True, capture_output=True)
 
 
 def schedule_campaign(base: str, secret_key: str) -> tuple[str, datetime]:
@@ -319,7 +345,7 @@ def books(load: Load, sink, campaign_id: str, scheduled_for: datetime, contacts:
 def drill(args, logs: Path) -> dict:
     from messaging.sending.tests.smtp import start_sink
 
-    report = {"settings": {**DRILL_ENV, "gunicorn workers per web host": 2}, "sizes": vars(args)}
+    report = {"settings": DRILL_ENV, "sizes": vars(args)}
     started = time.monotonic()
     with network(), ExitStack() as stack:
         redis = RedisServer(host=GATEWAY, port=args.redis_port)
@@ -330,6 +356,8 @@ def drill(args, logs: Path) -> dict:
         stack.callback(controller.stop)
         root_env = bench_env(DATABASE, CACHE_URL=redis.url(0), CELERY_BROKER_URL=redis.url(1), **DRILL_ENV)
         fresh_database(DATABASE)
+        if args.schema_from:
+            schema_copy(args.schema_from)
         project = setup_project(root_env)
         os.environ.update(root_env)  # this process reads the books from the same database, directly
         import django
@@ -342,8 +370,9 @@ def drill(args, logs: Path) -> dict:
         with connection.cursor() as cursor:
             cursor.execute(SEED_CONTACTS, {"project": project["id"], "count": args.contacts})
         probe_queue_declare(redis.url(1))
+        report["database ready in"] = round(time.monotonic() - started, 1)
         env = host_env(root_env, redis, args.pg_port, sink)
-        hosts = {name: Host(name, env, logs, stack) for name in HOSTS}
+        hosts = {name: Host(name, env, logs, stack, args.web_workers) for name in HOSTS}
         for host in hosts.values():  # gunicorn is waited for until it answers: the web hosts' last
             host.start_beat()
             if host.name.startswith("work"):
@@ -351,6 +380,7 @@ def drill(args, logs: Path) -> dict:
         for host in hosts.values():
             if host.name.startswith("web"):
                 host.start_web()
+        stack.callback(lambda: [host.stop() for host in hosts.values()])  # unwound first: every stop at once
         wait_until(lambda: all(host.ready() for host in hosts.values()), timeout=120, what="every host's processes")
         first = leader()
         report["set up in"] = round(time.monotonic() - started, 1)
@@ -421,6 +451,11 @@ def main() -> int:
     parser.add_argument("--settle", type=float, default=300, help="at most this long for the service to catch up")
     parser.add_argument("--redis-port", type=int, default=56380, help="the drill's redis-server, on the bridge")
     parser.add_argument("--pg-port", type=int, default=5432, help="the PostgreSQL forwarder's port, on the bridge")
+    parser.add_argument(
+        "--schema-from",
+        help="a migrated PostgreSQL database (URL) whose schema the drill's copies, in place of migrate",
+    )
+    parser.add_argument("--web-workers", type=int, default=2, help="gunicorn workers on each web host")
     parser.add_argument("--logs", help="a folder to keep the processes' logs in (else they are removed)")
     args = parser.parse_args()
     # Stopped (a CI job's timeout), the drill still removes its namespaces and processes on the way out.
