@@ -17,3 +17,7 @@ CELERY_BEAT_SCHEDULE = {
     },
     PROBE: PROBE_ENTRY,
 }
+# The tasks a lost host had taken and not acknowledged go to another worker after 10 s instead of an hour, within the
+# drill: a delivery or job they carry was done meanwhile (swept after its lease), and only its claim keeps it from
+# being done twice. Slow tasks of living workers are handed out again too, which the claims must also stand.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 10}
