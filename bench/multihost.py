@@ -9,21 +9,25 @@ machine. The topology:
 
 - a bridge `hdrill-br` in the root namespace, 10.231.0.1/24, and four namespaces joined to it by veth pairs, each
   with its own address and loopback: `hdrill-web1` (10.231.0.11) and `hdrill-web2` (.12) run gunicorn
-  (`config/gunicorn.py`, 2 workers) and celery-beat; `hdrill-work1` (.21) and `hdrill-work2` (.22) run the two Celery
-  workers as `deploy/systemd` starts them (`delivery` alone, and the other queues) and celery-beat. Every process
-  runs as `ip netns exec hdrill-<host> <command>`, with the lease of the beat short (BEAT_LEASE_SECONDS 6,
-  BEAT_LEASE_RETRY_SECONDS 1), the grace periods and leases of `bench/chaos.py` (`CHAOS_ENV`), and the sweepers and
-  campaign entries of the beat every 2 s (`bench/multihost_settings.py`) so that a run takes minutes;
+  (`config/gunicorn.py`, `--web-workers` workers, 2 by default) and celery-beat; `hdrill-work1` (.21) and
+  `hdrill-work2` (.22) run the two Celery workers as `deploy/systemd` starts them (`delivery` alone, and the other
+  queues) and celery-beat. Every process runs as `ip netns exec hdrill-<host> <command>`;
 - in the root namespace, bound to the bridge's address only: a redis-server of the drill's own (cache and broker, no
   persistence), a TCP forwarder to PostgreSQL (`bench/tcp_forward.py`; PostgreSQL itself listens on loopback), and an
   SMTP server that records every message. The hosts reach them over their links only.
 
+So that a run takes minutes, the timings are shortened (`DRILL_ENV`, `bench/multihost_settings.py`, printed under
+`settings`): the beat's lease 6 s and its retry 1 s; the grace periods and leases of `bench/chaos.py` (`CHAOS_ENV`),
+the delivery lease 6 s; the beat's sweepers and campaign entries every 2 s; a task a lost worker took is handed to
+another after 10 s (Redis's visibility timeout, an hour in production), once the sweeper gave its emails to another; delivery tasks of 10 emails.
+
 The drill seeds `--contacts` contacts, then, from the root namespace, calls `/v1/send` and `/v1/track` on the two web
-hosts in turn (`--sends` and `--tracks` spread over `--seconds`, 4 threads, every third with an Idempotency-Key) and
-schedules a campaign to the seeded contacts 3 s ahead, so that the beat's `start-due-campaigns` starts it. Half-way it
-SIGKILLs every process of the worker host `work1` (the host is lost: workers, their pools and its beat) and the beat
-that holds the lease, wherever it runs, and keeps the load going to the end. Then, once nothing is left to do (or
-after `--settle` seconds), the books: every accepted send stored once and delivered once, every campaign email
+hosts in turn (`--sends` and `--tracks` spread evenly over `--seconds`, 4 threads, every third with an
+Idempotency-Key) and schedules a campaign to the seeded contacts a third of the way into the load, so that the beat's
+`start-due-campaigns` starts it. While the campaign is being delivered it SIGKILLs every process of the worker host
+`work1` (the host is lost: its workers, their pools and its beat) and the beat that holds the lease, wherever it runs,
+and keeps the load going to the end. Then, once nothing is left to do and the lost host's tasks were handed out again
+(or after `--settle` seconds), the books: every accepted send stored once and delivered once, every campaign email
 delivered once (a repeat only as `bench/chaos.py` allows it: the message a killed delivery process had handed over,
 with its one Message-ID), every accepted track recorded once, the campaign started once, by the beat, no run of a
 periodic entry published twice (the probe entry of `config/tests/beat_probe.py`, every second) and every recorded run
@@ -428,7 +432,7 @@ def drill(args, logs: Path) -> dict:
         loaded = time.monotonic()
         print(f"load done after {loaded - load.started:.0f} s; waiting for the service", file=sys.stderr, flush=True)
         # Not before the tasks the lost host held were handed out again (bench/multihost_settings.py) and done.
-        handed_out = lost["at"] + 8
+        handed_out = lost["at"] + 13
         deadline = time.monotonic() + args.settle
         while time.monotonic() < deadline and not (settled(campaign_id) and time.monotonic() > handed_out):
             time.sleep(0.5)

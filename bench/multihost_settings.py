@@ -17,12 +17,12 @@ CELERY_BEAT_SCHEDULE = {
     },
     PROBE: PROBE_ENTRY,
 }
-# The tasks a lost host had taken and not acknowledged go to another worker 5 s later instead of an hour (Redis's
-# visibility timeout, looked for every second), within the drill: the deliveries and jobs they carry were done
-# meanwhile (swept after their grace or lease), and only their claims keep them from being done twice. Tasks that wait
+# The tasks a lost host had taken and not acknowledged go to another worker 10 s later instead of an hour (Redis's
+# visibility timeout, looked for every second), within the drill, and after the sweeper gave their emails to another
+# worker (5 s of publish grace or 6 s of lease, swept every 2 s): only the claims keep them from being sent twice. Tasks that wait
 # longer in a living worker are handed out again too, which the claims must also stand.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": 5,
+    "visibility_timeout": 10,
     "unacked_restore_interval": 1,
     "unacked_restore_throttle": 1,
 }
