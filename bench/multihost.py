@@ -40,12 +40,13 @@ import argparse
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -58,7 +59,15 @@ from bench.campaign_bench import CAMPAIGN, SEED_CONTACTS
 from bench.chaos import CHAOS_ENV, deliveries
 from bench.serve import PG, PYTHON, ROOT, bench_env, database_name, fresh_database, machine, setup_project
 from config.tests.load import Load
-from config.tests.processes import RedisServer, children, wait_until
+from config.tests.processes import (
+    RedisServer,
+    celery_beat,
+    children,
+    gunicorn_server,
+    unit_workers,
+    wait_until,
+    worker_process,
+)
 
 DATABASE = database_name("herald_multihost")  # BENCH_DATABASE: a run beside another one
 BRIDGE, GATEWAY = "hdrill-br", "10.231.0.1"
@@ -96,12 +105,17 @@ def namespace_pids(host: str) -> list[int]:
     return [int(pid) for pid in ip("netns", "pids", namespace(host), check=False).split()]
 
 
+def kill(pids: list[int], signum: int = signal.SIGKILL) -> None:
+    for pid in pids:
+        with suppress(ProcessLookupError):  # it ended meanwhile
+            os.kill(pid, signum)
+
+
 def tear_down() -> None:
     """Every process left in the hosts' namespaces killed, the namespaces (with their veth pairs) and the bridge
     deleted; what is not there is skipped, so this also clears what a run killed before its end left behind."""
     for host in HOSTS:
-        for pid in namespace_pids(host):
-            os.kill(pid, signal.SIGKILL)
+        kill(namespace_pids(host))
         ip("netns", "del", namespace(host), check=False)
     ip("link", "del", BRIDGE, check=False)
 
@@ -134,23 +148,19 @@ class Host:
         self.web_workers = web_workers
         self.prefix = ("ip", "netns", "exec", namespace(name))
         self.beat = None
-        self.workers: list[subprocess.Popen] = []
+        self.workers: dict[str, subprocess.Popen] = {}  # by the name of the unit's worker: delivery, work
         self.base = None
 
     def _log(self, role: str):
         return self.stack.enter_context((self.logs / f"{self.name}-{role}.log").open("w"))
 
     def start_beat(self) -> None:
-        from config.tests.processes import celery_beat
-
         schedule = self.logs / f"{self.name}-celerybeat-schedule"
         self.beat = self.stack.enter_context(
             celery_beat(schedule, stderr=self._log("beat"), prefix=self.prefix, **{**self.env, "LOG_LEVEL": "INFO"})
         )
 
     def start_web(self) -> None:
-        from config.tests.processes import gunicorn_server
-
         self.base = self.stack.enter_context(
             gunicorn_server(
                 workers=self.web_workers,
@@ -163,14 +173,10 @@ class Host:
         )
 
     def start_workers(self) -> None:
-        from config.tests.processes import unit_workers, worker_process
-
         for command in unit_workers(host=self.name):
             role = command[command.index("-n") + 1].split("@")[0]
-            self.workers.append(
-                self.stack.enter_context(
-                    worker_process(command, stderr=self._log(role), prefix=self.prefix, **self.env)
-                )
+            self.workers[role] = self.stack.enter_context(
+                worker_process(command, stderr=self._log(role), prefix=self.prefix, **self.env)
             )
 
     def ready(self) -> bool:
@@ -178,25 +184,19 @@ class Host:
         beat = (self.logs / f"{self.name}-beat.log").read_text()
         return ("took the lease" in beat or "standing by" in beat) and all(
             len(children(worker.pid)) >= int(worker.args[worker.args.index("--concurrency") + 1])
-            for worker in self.workers
+            for worker in self.workers.values()
         )
 
     def stop(self) -> None:
         """SIGTERM to each process the drill started on the host, all at once (each context then waits for its own:
         one after the other, the warm shutdowns would add up)."""
-        for pid in namespace_pids(self.name):
-            try:
-                if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(os.getpid()):
-                    os.kill(pid, signal.SIGTERM)
-            except (FileNotFoundError, ProcessLookupError):  # it ended meanwhile
-                pass
+        kill([pid for pid in namespace_pids(self.name) if _parent(pid) == os.getpid()], signal.SIGTERM)
 
     def lose(self) -> int:
         """SIGKILL every process of the host at once; the number of the delivery worker's pool processes killed."""
-        delivery_pool = len(children(self.workers[0].pid))
-        for pid in namespace_pids(self.name):
-            os.kill(pid, signal.SIGKILL)
-        for process in [*self.workers, self.beat]:
+        delivery_pool = len(children(self.workers["delivery"].pid))
+        kill(namespace_pids(self.name))
+        for process in [*self.workers.values(), self.beat]:
             process.wait()
         return delivery_pool
 
@@ -206,6 +206,13 @@ class Host:
         return Counter(
             line.split("Sending due task ", 1)[1].split(" ")[0] for line in lines if "Sending due task" in line
         )
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except FileNotFoundError:  # it ended meanwhile
+        return None
 
 
 def host_env(base_env: dict, redis: RedisServer, forward_port: int, sink) -> dict:
@@ -236,8 +243,6 @@ def pg_forwarder(port: int):
 
 
 def _connects(host: str, port: int) -> bool:
-    import socket
-
     try:
         socket.create_connection((host, port), timeout=0.5).close()
         return True
