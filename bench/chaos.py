@@ -140,13 +140,32 @@ def start_import(base: str, secret_key: str, rows: int) -> str:
     return response.json()["jobId"]
 
 
-def books(load: Load, sink, job_id: str, rows: int, service: Service) -> dict:
-    """What was accepted, stored and delivered, and each check.
+def deliveries(sink, *, pool_processes_killed: int) -> tuple[Counter, set[str], bool]:
+    """The copies of a message each recipient got, the recipients who got two, and whether each repeat is allowed.
 
     A message can be delivered twice when a worker is killed after the SMTP server took it and before its row was
     marked SENT: the row's lease runs out and it is sent again (a relay's acceptance and a database write cannot be
     one step). Such a repeat is allowed only for a row claimed more than once, with its one Message-ID in both
     copies (receivers dedupe on it), and at most one per pool process killed."""
+    from messaging.models import Email
+
+    delivered = Counter(received.rcpt_tos[0] for received in sink.received)
+    repeated = {email for email, copies in delivered.items() if copies > 1}
+    reclaimed = set(Email.objects.filter(to_email__in=repeated, attempts__gt=1).values_list("to_email", flat=True))
+    message_ids = Counter(
+        received.rcpt_tos[0]
+        for received in {(r.rcpt_tos[0], r.message["Message-ID"]): r for r in sink.received}.values()
+    )
+    allowed = (
+        repeated <= reclaimed
+        and all(message_ids[email] == 1 for email in repeated)
+        and len(repeated) <= pool_processes_killed
+    )
+    return delivered, repeated, allowed
+
+
+def books(load: Load, sink, job_id: str, rows: int, service: Service) -> dict:
+    """What was accepted, stored and delivered, and each check (a repeated delivery: `deliveries`)."""
     from accounts.models import Job
     from contacts.models import Contact, Event
     from messaging.models import Email
@@ -154,14 +173,8 @@ def books(load: Load, sink, job_id: str, rows: int, service: Service) -> dict:
     sends, tracks = load.answered("send"), load.answered("track")
     unanswered = load.answered("send", accepted=False) | load.answered("track", accepted=False)
     stored = Counter(Email.objects.values_list("to_email", flat=True))
-    delivered = Counter(received.rcpt_tos[0] for received in sink.received)
     recorded = Counter(Event.objects.filter(name="visit").values_list("contact__email", flat=True))
-    repeated = {email for email, copies in delivered.items() if copies > 1}
-    reclaimed = set(Email.objects.filter(to_email__in=repeated, attempts__gt=1).values_list("to_email", flat=True))
-    message_ids = Counter(
-        received.rcpt_tos[0]
-        for received in {(r.rcpt_tos[0], r.message["Message-ID"]): r for r in sink.received}.values()
-    )
+    delivered, repeated, repeats_allowed = deliveries(sink, pool_processes_killed=service.pool_processes_killed)
     job = Job.objects.get(pk=job_id)
     imported = Contact.objects.filter(email__endswith=f"@{IMPORT_DOMAIN}").count()
     pending = Email.objects.filter(status__in=[Email.Status.QUEUED, Email.Status.SENDING]).count()
@@ -172,9 +185,7 @@ def books(load: Load, sink, job_id: str, rows: int, service: Service) -> dict:
         "every accepted send delivered": all(delivered[email] >= 1 for email in sends),
         "every accepted track recorded once": all(recorded[email] == 1 for email in tracks),
         "nothing stored twice": max([1, *stored.values(), *recorded.values()]) == 1,
-        "a repeat only of a killed worker's message, with its Message-ID": repeated <= reclaimed
-        and all(message_ids[email] == 1 for email in repeated)
-        and len(repeated) <= service.pool_processes_killed,
+        "a repeat only of a killed worker's message, with its Message-ID": repeats_allowed,
         "nothing stored that was refused": set(stored) <= sends | unanswered and set(recorded) <= tracks | unanswered,
         "every stored email delivered": set(delivered) == set(stored) and failed_emails == 0,
         "the import completed, every row once": job.status == Job.Status.COMPLETED

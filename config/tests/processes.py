@@ -74,11 +74,11 @@ def celery_worker(concurrency: int = 2, pool: str = "prefork", stderr=None, queu
         yield process
 
 
-def unit_workers() -> list[list[str]]:
-    """The Celery workers of the one-host default, each command as its deploy/systemd unit starts it (the host's name
-    in place of systemd's `%H`)."""
+def unit_workers(host: str | None = None) -> list[list[str]]:
+    """The Celery workers of the one-host default, each command as its deploy/systemd unit starts it (the host's name,
+    this machine's unless given, in place of systemd's `%H`)."""
     starts = [
-        shlex.split(line.removeprefix("ExecStart=").replace("%H", socket.gethostname()))
+        shlex.split(line.removeprefix("ExecStart=").replace("%H", host or socket.gethostname()))
         for unit in sorted((ROOT / "deploy" / "systemd").glob("*.service"))
         for line in unit.read_text().splitlines()
         if line.startswith("ExecStart=")
@@ -87,12 +87,13 @@ def unit_workers() -> list[list[str]]:
 
 
 @contextmanager
-def worker_process(command: list[str], stderr=None, **env):
+def worker_process(command: list[str], stderr=None, prefix: tuple[str, ...] = (), **env):
     """A Celery worker started with `command` (`celery -A config worker ...`, as a unit or the Makefile starts one)
-    on the test database, logging warnings only, without the start-up exchanges with other workers."""
+    on the test database, logging warnings only, without the start-up exchanges with other workers; `prefix` runs it
+    through another command that execs it (`ip netns exec <host>`), so that its process is still the worker."""
     quiet = ["--loglevel", "WARNING", "--without-gossip", "--without-mingle", "--without-heartbeat"]
     process = subprocess.Popen(
-        [str(BIN / "celery"), *command[1:], *quiet], cwd=ROOT, env=process_env(**env), stderr=stderr
+        [*prefix, str(BIN / "celery"), *command[1:], *quiet], cwd=ROOT, env=process_env(**env), stderr=stderr
     )
     try:
         yield process
@@ -101,10 +102,10 @@ def worker_process(command: list[str], stderr=None, **env):
 
 
 @contextmanager
-def celery_beat(schedule: Path, stderr=None, **env):
+def celery_beat(schedule: Path, stderr=None, prefix: tuple[str, ...] = (), **env):
     """A `celery -A config beat` as deploy/systemd/herald-beat.service starts it, on the test database and broker,
-    with its own state file `schedule`; its log goes to `stderr` (a file) when given."""
-    command = [str(BIN / "celery"), "-A", "config", "beat", "--loglevel", "INFO", "--schedule", str(schedule)]
+    with its own state file `schedule`; its log goes to `stderr` (a file) when given; `prefix` as `worker_process`."""
+    command = [*prefix, str(BIN / "celery"), "-A", "config", "beat", "--loglevel", "INFO", "--schedule", str(schedule)]
     process = subprocess.Popen(command, cwd=ROOT, env=process_env(**env), stdout=subprocess.DEVNULL, stderr=stderr)
     try:
         yield process
@@ -113,20 +114,22 @@ def celery_beat(schedule: Path, stderr=None, **env):
 
 
 @contextmanager
-def gunicorn_server(workers: int = 1, stderr=None, **env):
-    """A gunicorn server on the test database (or the one `env` names); its log goes to `stderr` (a file) when
-    given."""
+def gunicorn_server(
+    workers: int = 1, stderr=None, prefix: tuple[str, ...] = (), host: str = "127.0.0.1", timeout: float = 30, **env
+):
+    """A gunicorn server on the test database (or the one `env` names), listening on `host`, once it answers (within
+    `timeout` seconds); its log goes to `stderr` (a file) when given; `prefix` as `worker_process`."""
     port = free_port()
-    command = [str(BIN / "gunicorn"), "-c", "config/gunicorn.py", "config.wsgi", "--bind", f"127.0.0.1:{port}"]
+    command = [str(BIN / "gunicorn"), "-c", "config/gunicorn.py", "config.wsgi", "--bind", f"{host}:{port}"]
     process = subprocess.Popen(
-        [*command, "--workers", str(workers)],
+        [*prefix, *command, "--workers", str(workers)],
         cwd=ROOT,
         env=process_env(**env),
         stderr=stderr,
     )
-    base = f"http://127.0.0.1:{port}"
+    base = f"http://{host}:{port}"
     try:
-        wait_until(lambda: _responds(base), timeout=30, what=f"gunicorn on {base}")
+        wait_until(lambda: _responds(base), timeout=timeout, what=f"gunicorn on {base}")
         yield base
     finally:
         _stop(process)
@@ -136,19 +139,23 @@ class RedisServer:
     """A `redis-server` on a port of its own, without persistence: stopped (SIGKILL, as a crash) and started again
     it has lost everything, queued tasks and cached entries alike, as an unpersisted Redis that restarts has."""
 
-    def __init__(self):
-        self.port = free_port()
+    def __init__(self, host: str = "127.0.0.1", port: int | None = None):
+        self.host, self.port = host, port or free_port()
         self.process: subprocess.Popen | None = None
 
     def url(self, db: int = 0) -> str:
-        return f"redis://127.0.0.1:{self.port}/{db}"
+        return f"redis://{self.host}:{self.port}/{db}"
 
     def start(self) -> None:
-        self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
-            stdout=subprocess.DEVNULL,
-        )
-        wait_until(self._answers, timeout=10, what=f"redis-server on port {self.port}")
+        options = ["--port", str(self.port), "--bind", self.host, "--save", "", "--appendonly", "no"]
+        if self.host != "127.0.0.1":  # bound to a private address of the caller's choosing (a bridge)
+            options += ["--protected-mode", "no"]
+        self.process = subprocess.Popen(["redis-server", *options], stdout=subprocess.DEVNULL)
+        try:
+            wait_until(self._answers, timeout=10, what=f"redis-server on {self.host}:{self.port}")
+        except AssertionError:
+            self.stop()
+            raise
 
     def stop(self) -> None:
         self.process.kill()
@@ -156,7 +163,7 @@ class RedisServer:
 
     def _answers(self) -> bool:
         try:
-            return redis.Redis(port=self.port, socket_connect_timeout=0.5).ping()
+            return redis.Redis(host=self.host, port=self.port, socket_connect_timeout=0.5).ping()
         except redis.RedisError:
             return False
 

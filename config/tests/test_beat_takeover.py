@@ -1,51 +1,31 @@
 """Three real `celery -A config beat` processes on the test database and broker: only the one holding the lease
 publishes; stopped (SIGTERM) it is replaced at once, killed (SIGKILL) within the lease's bound; and no run of an entry
-is published twice.
-
-A probe entry runs every second into a queue of its own, which no worker reads: the test reads the messages the
-beats published there. Each message expires a minute after it was published (`expire_seconds`), which gives its
-publication time.
+is published twice, by the messages of a probe entry (`config/tests/beat_probe.py`).
 """
 
 import os
 import signal
 from contextlib import ExitStack
-from datetime import datetime, timedelta
-from itertools import pairwise
 
 import pytest
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
-from kombu import Exchange, Queue
 
-from config.celery import app
 from config.leases import BEAT_LEASE, lease_get
+from config.tests.beat_probe import EXPIRES, PROBE, PROBE_ENTRY, QUEUE, closest, drain, probe_queue_declare, published
 from config.tests.processes import celery_beat, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
-PROBE, QUEUE, EXPIRES = "beat-probe", "beat-probe", 60
 RETRY = 0.25
-
-
-def drain() -> list[dict]:
-    """The headers of the probe messages waiting in their queue, taken off it."""
-    taken = []
-    with app.connection_for_write() as connection:
-        channel = connection.default_channel
-        while (message := channel.basic_get(QUEUE, no_ack=True)) is not None:
-            taken.append(message.headers)
-    return taken
 
 
 @pytest.fixture
 def probe(real_broker):
     every = IntervalSchedule.objects.create(every=1, period=IntervalSchedule.SECONDS)
     PeriodicTask.objects.create(
-        name=PROBE, task="config.tests.beat_probe", interval=every, queue=QUEUE, expire_seconds=EXPIRES
+        name=PROBE, task=PROBE_ENTRY["task"], interval=every, queue=QUEUE, expire_seconds=EXPIRES
     )
-    with app.connection_for_write() as connection:  # the queue exists before the first message, and is empty
-        Queue(QUEUE, Exchange(QUEUE), routing_key=QUEUE)(connection.default_channel).declare()
-    drain()
+    probe_queue_declare()
     yield
     drain()
 
@@ -64,18 +44,12 @@ def leader_after(previous: int) -> int | None:
     return pid if pid != previous else None
 
 
-def published(headers: list[dict]) -> list[datetime]:
-    assert all(header["periodic_task_name"] == PROBE for header in headers)
-    return sorted(datetime.fromisoformat(header["expires"]) - timedelta(seconds=EXPIRES) for header in headers)
-
-
 def assert_published_once_per_run(headers: list[dict]) -> None:
     times = published(headers)
     # One message per recorded run; a leader stopped between recording a run and publishing it loses that one.
     assert 0 <= runs() - len(times) <= 2, (runs(), times)
     # Two beats publishing the same run would publish within milliseconds of each other; runs are a second apart.
-    gaps = [(later - earlier).total_seconds() for earlier, later in pairwise(times)]
-    assert min(gaps) > 0.5, gaps
+    assert closest(times) > 0.5, times
 
 
 def sent_lines(log) -> list[str]:

@@ -78,8 +78,8 @@ class SmtpSink:
         return "250 Message accepted for delivery"
 
 
-def start_sink() -> tuple[SmtpSink, Controller]:
-    sink = SmtpSink(port=free_port())
+def start_sink(host: str = "127.0.0.1") -> tuple[SmtpSink, Controller]:
+    sink = SmtpSink(host=host, port=free_port())
     controller = Controller(sink, hostname=sink.host, port=sink.port)
     controller.start()
     return sink, controller
