@@ -16,19 +16,31 @@ PROBE = (
 )
 
 
-def fresh_interpreter(code: str, **env) -> str:
-    """The last line `code` printed, run in a fresh interpreter with the base settings and the variables `env`."""
+def _run(code: str, **env) -> subprocess.CompletedProcess:
+    """`code` run in a fresh interpreter with the base settings and the variables `env`."""
     base = {
         "PATH": "/usr/bin:/bin",
         "DJANGO_SETTINGS_MODULE": "config.settings.base",
         "HOME": "/tmp",
         "SECRET_KEY": settings.SECRET_KEY,
     }
-    out = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", code], cwd=settings.BASE_DIR, env={**base, **env}, capture_output=True, text=True
     )
+
+
+def fresh_interpreter(code: str, **env) -> str:
+    """The last line `code` printed, run in a fresh interpreter with the base settings and the variables `env`."""
+    out = _run(code, **env)
     assert out.returncode == 0, out.stderr
     return out.stdout.strip().splitlines()[-1]
+
+
+def refused_start(**env) -> str:
+    """What Django's start wrote as it failed with the base settings and the variables `env`."""
+    out = _run("import django; django.setup()", **env)
+    assert out.returncode != 0
+    return out.stderr
 
 
 def settings_with(**env):
@@ -100,21 +112,7 @@ def test_the_delivery_lease_is_checked_against_the_smtp_timeout_and_the_take_ove
 
 
 def test_an_unknown_log_format_stops_the_start_naming_the_setting():
-    out = subprocess.run(
-        [sys.executable, "-c", "import django; django.setup()"],
-        cwd=settings.BASE_DIR,
-        env={
-            "PATH": "/usr/bin:/bin",
-            "HOME": "/tmp",
-            "DJANGO_SETTINGS_MODULE": "config.settings.base",
-            "SECRET_KEY": settings.SECRET_KEY,
-            "LOG_FORMAT": "xml",
-        },
-        capture_output=True,
-        text=True,
-    )
-    assert out.returncode != 0
-    assert "LOG_FORMAT must be plain or json, not 'xml'" in out.stderr
+    assert "LOG_FORMAT must be plain or json, not 'xml'" in refused_start(LOG_FORMAT="xml")
 
 
 def test_a_replica_url_adds_a_replica_with_the_primarys_connection_settings():
@@ -156,19 +154,5 @@ def test_a_replica_url_adds_a_replica_with_the_primarys_connection_settings():
 def test_a_beat_retry_interval_that_would_let_the_lease_lapse_stops_the_start(lease, retry):
     """The leader renews its lease every retry interval: above half the lease, one renewal missed lets it lapse; at 0
     the beats would spin."""
-    out = subprocess.run(
-        [sys.executable, "-c", "import django; django.setup()"],
-        cwd=settings.BASE_DIR,
-        env={
-            "PATH": "/usr/bin:/bin",
-            "HOME": "/tmp",
-            "DJANGO_SETTINGS_MODULE": "config.settings.base",
-            "SECRET_KEY": settings.SECRET_KEY,
-            "BEAT_LEASE_SECONDS": lease,
-            "BEAT_LEASE_RETRY_SECONDS": retry,
-        },
-        capture_output=True,
-        text=True,
-    )
-    assert out.returncode != 0
-    assert "BEAT_LEASE_RETRY_SECONDS must be above 0 and at most half of BEAT_LEASE_SECONDS" in out.stderr
+    refused = refused_start(BEAT_LEASE_SECONDS=lease, BEAT_LEASE_RETRY_SECONDS=retry)
+    assert "BEAT_LEASE_RETRY_SECONDS must be above 0 and at most half of BEAT_LEASE_SECONDS" in refused
