@@ -568,6 +568,7 @@ def seed(
     figures: dict = {"seed": seed, "tables": {}}
     begun = time.perf_counter()
     say = log or (lambda message: None)
+    figures["partitions_made"] = months_of_history(since=shape.now - ACTIVITY_DAYS * DAY - DAY)
     activity = _load(shape, figures, say)
     started = time.perf_counter()
     derived_write(project=project, campaigns=activity.campaigns, shape=shape)
@@ -583,6 +584,32 @@ def seed(
     figures["seconds"] = round(time.perf_counter() - begun, 1)
     figures["sizes"] = table_sizes()
     return figures
+
+
+def months_of_history(*, since: float) -> list[str]:
+    """The partitioned tables as an install that has run since `since` has them, one partition per month (made by
+    the daily `ensure-partitions`), instead of the one partition a fresh database's conversion makes of everything
+    before next month, which would hold the whole history; returns the partitions made. That partition must be
+    empty (a database of its own, `--fresh`): it is dropped."""
+    from django.db import connection
+
+    from core.partitions import AHEAD_MONTHS, month_start, partition_drop, partitions, partitions_ensure
+
+    first = datetime.fromtimestamp(since, UTC)
+    now = datetime.now(UTC)
+    made = []
+    for table in TABLES:
+        catch_all = [p for p in partitions(table) if p.lower is None and p.upper > first]
+        for partition in catch_all:
+            with connection.cursor() as cursor:
+                cursor.execute(f"SELECT EXISTS (SELECT FROM {partition.name})")
+                if cursor.fetchone()[0]:
+                    raise SystemExit(f"{partition.name} holds rows: seed into a database of its own (--fresh)")
+            partition_drop(partition)
+        if catch_all:
+            months = (now.year - first.year) * 12 + now.month - first.month
+            made += partitions_ensure(table=table, now=month_start(first), ahead=months + AHEAD_MONTHS)
+    return made
 
 
 def _load(shape: Shape, figures: dict, say) -> "Activity":
