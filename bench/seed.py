@@ -162,6 +162,8 @@ class Shape:
     project_id: str
     now: float
     body_days: int
+    # The history of emails and events: they lie in the `days` days before `now`.
+    days: int = ACTIVITY_DAYS
     domain: str = "bench.test"
     key: bytes = field(init=False)
     id_key: bytes = field(init=False)
@@ -234,7 +236,7 @@ class Activity:
         self.rng = random.Random(shape.seed + 1)
         self.ids = random.Random(f"{shape.seed} {shape.project_id}")  # ids of the project's own
         # Ends two minutes ago: every send, delivery, bounce and failure (at most a minute after its email) is past.
-        self.start = shape.now - 120 - ACTIVITY_DAYS * DAY
+        self.start = shape.now - 120 - shape.days * DAY
         self.body_since = shape.now - shape.body_days * DAY
         self.sequence = itertools.count()
         # The email.* events still ahead: (time, sequence, name, (email id, contact id, payload), the kind's fields).
@@ -257,7 +259,7 @@ class Activity:
 
     def day_counts(self, total: int) -> Iterator[tuple[float, int]]:
         """(day start, rows of the day) for the activity period: `total` spread in proportion to the audience."""
-        days = [self.start + d * DAY for d in range(ACTIVITY_DAYS)]
+        days = [self.start + d * DAY for d in range(self.shape.days)]
         weights = [self.shape.contacts_at(day + DAY / 2) + 1 for day in days]
         scale, carried, done = total / sum(weights), 0.0, 0
         for day, weight in zip(days, weights, strict=True):
@@ -280,7 +282,7 @@ class Activity:
             yield moment, {"contact": contact, "type": "TRANSACTIONAL", "source": "api", "subject": subject}
 
     def campaign_plan(self) -> list[dict]:
-        sends = [self.start + (week + 0.4) * CAMPAIGN_EVERY_DAYS * DAY for week in range(ACTIVITY_DAYS // 7)]
+        sends = [self.start + (week + 0.4) * CAMPAIGN_EVERY_DAYS * DAY for week in range(self.shape.days // 7)]
         audiences = [self.shape.contacts_at(moment) for moment in sends]
         total = sum(audiences) * 0.9 or 1
         plan = []
@@ -548,6 +550,7 @@ def seed(
     events: int,
     emails: int,
     seed: int = 1,
+    days: int = ACTIVITY_DAYS,
     analyze: bool = True,
     log=None,
 ) -> dict:
@@ -564,11 +567,12 @@ def seed(
         project_id=str(project.id),
         now=time.time(),
         body_days=settings.EMAIL_BODY_RETENTION_DAYS,
+        days=days,
     )
     figures: dict = {"seed": seed, "tables": {}}
     begun = time.perf_counter()
     say = log or (lambda message: None)
-    figures["partitions_made"] = months_of_history(since=shape.now - ACTIVITY_DAYS * DAY - DAY)
+    figures["partitions_made"] = months_of_history(since=shape.now - days * DAY - DAY)
     activity = _load(shape, figures, say)
     started = time.perf_counter()
     derived_write(project=project, campaigns=activity.campaigns, shape=shape)
@@ -756,6 +760,9 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=10_000_000)
     parser.add_argument("--emails", type=int, default=2_000_000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--days", type=int, default=ACTIVITY_DAYS, help="of history: the emails and events lie in the last DAYS days"
+    )
     parser.add_argument("--database", default="herald_bench_seed")
     parser.add_argument("--fresh", action="store_true", help="drop and create the database and migrate it first")
     parser.add_argument("--project", help="the id of an existing project (default: create one)")
@@ -786,6 +793,7 @@ def main() -> None:
         events=args.events,
         emails=args.emails,
         seed=args.seed,
+        days=args.days,
         log=lambda message: print(message, file=sys.stderr, flush=True),
     )
     out = {"database": args.database, "project": str(project.id), **figures}
