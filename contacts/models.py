@@ -61,6 +61,13 @@ class Event(models.Model):
             # (an index-only scan) to hash-join them with contacts; every (project, name, created_at) lookup of
             # the narrower index it replaced is served by its prefix.
             models.Index(fields=["project", "name", "created_at", "contact"], name="event_name_created_contact"),
+            # A contact's segment entries and exits on its timeline, a few among its events (a busy contact has
+            # tens of thousands in the timeline's window).
+            models.Index(
+                fields=["contact", "created_at", "id"],
+                condition=models.Q(name__startswith="segment."),
+                name="event_contact_segment",
+            ),
             # The activity feed filtered by email: only email.* events carry one.
             models.Index(
                 fields=["email_id", "created_at", "id"],

@@ -189,3 +189,30 @@ def partition_in_place(*, table: str, column: str, now: datetime, log=print) -> 
         )
         cursor.execute(f"ALTER TABLE {legacy} DROP CONSTRAINT {check}")
     partitions_ensure(table=table, now=now)
+
+
+def index_create_online(*, table: str, name: str, definition: str) -> None:
+    """Build the index `name` on `table`, `definition` being what follows `ON <table>` ("(a, b) WHERE ..."), while
+    writes go on, on PostgreSQL: CONCURRENTLY on a plain table. A partitioned table cannot build one
+    CONCURRENTLY, so its index is made on the parent alone (invalid until complete), built CONCURRENTLY on each
+    partition and attached, which makes it valid. Each step can be run again after a failure. Must run outside a
+    transaction (`atomic = False` migrations)."""
+    with connection.cursor() as cursor:
+        if not is_partitioned(table):
+            _drop_if_invalid(cursor, name)
+            cursor.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON {table} {definition}")
+            return
+        cursor.execute(f"CREATE INDEX IF NOT EXISTS {name} ON ONLY {table} {definition}")
+        for partition in partitions(table):
+            child = f"{partition.name}_{name}"[:63]
+            _drop_if_invalid(cursor, child)
+            cursor.execute(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {child} ON {partition.name} {definition}")
+            cursor.execute(f"ALTER INDEX {name} ATTACH PARTITION {child}")
+
+
+def _drop_if_invalid(cursor, index: str) -> None:
+    # A concurrent build that failed leaves an invalid index, which IF NOT EXISTS would take as built.
+    cursor.execute("SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", [index])
+    row = cursor.fetchone()
+    if row and not row[0]:
+        cursor.execute(f"DROP INDEX CONCURRENTLY {index}")

@@ -171,6 +171,34 @@ def test_a_contacts_timeline_reads_only_the_months_of_its_window(monthly, contac
     assert plans and all(plan and plan <= in_window(monthly, now - TIMELINE_WINDOW, now) for plan in plans)
 
 
+def test_a_contacts_segment_entries_are_read_from_their_own_index_in_every_month(monthly, contact):
+    now = timezone.now()
+    for day in range(1, 40):
+        event(contact, now - day * DAY)
+    event(contact, now - DAY, name="segment.s.entry")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indisvalid, (SELECT count(*) FROM pg_inherits WHERE inhparent = indexrelid) FROM pg_index "
+            "WHERE indexrelid = 'event_contact_segment'::regclass"
+        )
+        valid, attached = cursor.fetchone()
+        assert valid and attached == len(monthly)  # months made later take the index too
+        cursor.execute(
+            "SELECT inhrelid::regclass::text FROM pg_inherits WHERE inhparent = 'event_contact_segment'::regclass"
+        )
+        segment_indexes = {row[0] for row in cursor.fetchall()}
+    with CaptureQueriesContext(connection) as queries:
+        contact_timeline(contact=contact, now=now)
+    (statement,) = [query["sql"] for query in queries if 'WHERE ("contacts_event"."name"::text LIKE' in query["sql"]]
+    with connection.cursor() as cursor:
+        # The months' tables hold a few rows, which a scan reads as fast: the plan shows which index the query can use.
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(f"EXPLAIN {statement}")
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    used = set(re.findall(r"Index Scan (?:Backward )?using (\w+)|Bitmap Index Scan on (\w+)", plan))
+    assert used and {name for pair in used for name in pair if name} <= segment_indexes, plan
+
+
 def test_a_segment_condition_on_recent_events_reads_only_those_months(monthly, contact):
     now = timezone.now()
     condition = {
