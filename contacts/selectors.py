@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import connection, connections
+from django.db import connection, connections, router
 from django.db.models import Count, QuerySet
 from django.utils import timezone
 
@@ -263,12 +263,36 @@ def event_stats(*, project: Project, days: int) -> list[dict]:
     )
 
 
+# A loose index scan of the (project, name, ...) index: each step asks for the first name after the last one found,
+# one probe per partition (the same on SQLite's plain table), so the cost follows the number of names, not of events.
+# The first step is a scalar subquery like the next ones, since SQLite takes no ORDER BY/LIMIT on one arm of a UNION.
+_EVENT_NAMES = f"""
+WITH RECURSIVE names(name) AS (
+    SELECT (SELECT name FROM {Event._meta.db_table} WHERE project_id = %(project)s ORDER BY name LIMIT 1)
+    UNION ALL
+    SELECT (SELECT e.name FROM {Event._meta.db_table} e WHERE e.project_id = %(project)s AND e.name > names.name
+            ORDER BY e.name LIMIT 1)
+    FROM names WHERE names.name IS NOT NULL
+)
+SELECT name FROM names WHERE name IS NOT NULL ORDER BY name
+"""  # noqa: S608 - constant SQL
+
+
 def event_names(*, project: Project) -> list[str]:
-    return list(Event.objects.filter(project=project).values_list("name", flat=True).distinct().order_by("name"))
+    """The distinct names of the project's events, sorted: a loose index scan (`_EVENT_NAMES`) rather than a
+    DISTINCT over every event of the project's history. On the database the router reads events from: the replica,
+    inside `replica_reads()`."""
+    database = connections[router.db_for_read(Event)]
+    project_id = Event._meta.get_field("project").get_db_prep_value(project.id, database)
+    with database.cursor() as cursor:
+        cursor.execute(_EVENT_NAMES, {"project": project_id})
+        return [name for (name,) in cursor.fetchall()]
 
 
 def event_name_counts(*, project: Project, name: str) -> tuple[int, int]:
+    """Events of `name` and their distinct contacts over all of history, from the (project, name, created_at,
+    contact) index alone: COUNT(*) rather than COUNT(id), which would read each row for its id."""
     counts = Event.objects.filter(project=project, name=name).aggregate(
-        total=Count("id"), unique=Count("contact_id", distinct=True)
+        total=Count("*"), unique=Count("contact_id", distinct=True)
     )
     return counts["total"], counts["unique"]

@@ -1,6 +1,7 @@
 """Partitioned history on PostgreSQL (docs/scaling.md "Partitioned history"): events by month, the months made
-ahead, retention dropping whole months, the doctor, and the reads that name a time window touching only the
-partitions of that window (read from EXPLAIN)."""
+ahead, retention dropping whole months, the doctor, the reads that name a time window touching only the partitions
+of that window, and the reads over all of history bounded by index probes, by the newest months or by an index alone
+(read from EXPLAIN)."""
 
 import re
 from datetime import timedelta
@@ -213,3 +214,79 @@ def test_a_segment_condition_on_recent_events_reads_only_those_months(monthly, c
     with CaptureQueriesContext(connection) as queries:
         list(Contact.objects.filter(project=contact.project).filter(condition_q(condition, now=now)))
     assert scanned(queries) == [in_window(monthly, now - 10 * DAY)]
+
+
+# Reads over all of history (docs/scaling.md "Partitioned history", the table of reads): bounded by index probes, or
+# stopping at the newest months, or counted from an index alone. Read from EXPLAIN's JSON plans.
+
+
+def plan_nodes(sql: str, *, analyze: bool = False) -> list[dict]:
+    """The nodes of the plan of `sql` that read a partition of events (`analyze`: as run, with actual rows)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (FORMAT JSON{', ANALYZE' if analyze else ''}) {sql}")
+        (plan,) = cursor.fetchone()[0]
+    nodes, todo = [], [plan["Plan"]]
+    while todo:
+        node = todo.pop()
+        todo += node.get("Plans", [])
+        if node.get("Relation Name", "").startswith(f"{TABLE}_"):
+            nodes.append(node)
+    return nodes
+
+
+def statements(queries, needle: str = "") -> list[str]:
+    return [q["sql"] for q in queries if TABLE in q["sql"] and needle in q["sql"]]
+
+
+@pytest.fixture
+def history(monthly, contact):
+    """Five events of each of three names in each of the last six months."""
+    now = timezone.now()
+    return [
+        event(contact, month_start(now, add=-months) + (months + 1) * timedelta(minutes=1), name=name)
+        for months in range(6)
+        for name in ("visited", "bought", "email.sent")
+        for _ in range(5)
+    ]
+
+
+def test_event_names_and_activity_types_take_one_probe_per_name_and_month(history, contact, secret_client):
+    with CaptureQueriesContext(connection) as queries:
+        assert secret_client.get("/events/names").json() == {"eventNames": ["bought", "email.sent", "visited"]}
+        assert secret_client.get("/activity/types").json()["types"] == ["email.sent", "event.triggered"]
+    names, types = statements(queries)
+    assert names == types
+    nodes = plan_nodes(names, analyze=True)
+    assert {node["Node Type"] for node in nodes} == {"Index Only Scan"}
+    assert {node["Index Name"] for node in nodes} <= {
+        f"{p.name}_project_id_name_created_at_contact_id_idx" for p in partitions(TABLE)
+    }
+    # Each probe stops at the first entry after the last name: at most one row per partition and step (four steps:
+    # three names and the end), where a DISTINCT would read all 90 events.
+    assert all(node["Actual Rows"] <= 1 and node["Actual Loops"] <= 4 for node in nodes)
+
+
+@pytest.mark.parametrize("path", ["/events?limit=4", "/events?limit=4&name=visited", "/activity?limit=4", "contact"])
+def test_newest_first_pages_stop_at_the_newest_months(history, contact, secret_client, path):
+    path = f"/events/contact/{contact.id}?limit=4" if path == "contact" else path
+    with CaptureQueriesContext(connection) as queries:
+        assert secret_client.get(path).json()["hasMore"] is True
+    [page] = statements(queries, "LIMIT")
+    read = {node["Relation Name"] for node in plan_nodes(page, analyze=True) if node["Actual Loops"]}
+    # The five rows of the page (4 and the one that says more follow) are all in the newest month.
+    assert read and read <= in_window(partitions(TABLE), month_start(timezone.now()))
+
+
+@pytest.mark.parametrize("path", ["/events", "/events?name=visited", "/activity", "/events/visited/usage"])
+def test_counts_over_all_history_are_read_from_an_index_alone(history, secret_client, path):
+    with CaptureQueriesContext(connection) as queries:
+        assert secret_client.get(path).status_code == 200
+    [count] = statements(queries, "COUNT(")
+    # With scans of the table ruled out, an index that does not hold every column the count needs would show as an
+    # Index Scan (reading each row): every partition is counted from its index entries.
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("SET LOCAL enable_bitmapscan = off")
+    nodes = plan_nodes(count)
+    assert {node["Node Type"] for node in nodes} == {"Index Only Scan"}
+    assert {node["Relation Name"] for node in nodes} == {p.name for p in partitions(TABLE)}

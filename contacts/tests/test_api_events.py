@@ -85,8 +85,21 @@ def test_stats_counts_per_name_over_the_period(secret_client, timeline):
     assert secret_client.get("/events/stats?days=abc").status_code == 422
 
 
-def test_names(secret_client, timeline):
+def test_names(secret_client, timeline, other_project, make_contact):
     assert secret_client.get("/events/names").json() == {"eventNames": ["login", "purchase", "signup"]}
+    # Each name once however many events carry it, sorted, and none of another project's.
+    ada, _ = timeline
+    moments = [timezone.now() - timedelta(days=days) for days in range(0, 400, 40)]
+    Event.objects.bulk_create(
+        Event(project=ada.project, contact=ada, name=name, created_at=moment)
+        for moment in moments
+        for name in ("email.sent", "a", "login", "zz top")
+    )
+    theirs = make_contact("cy@example.com", persona=other_project)
+    Event.objects.create(project=theirs.project, contact=theirs, name="b")
+    assert secret_client.get("/events/names").json() == {
+        "eventNames": ["a", "email.sent", "login", "purchase", "signup", "zz top"]
+    }
 
 
 def test_usage_and_delete_by_name(secret_client, timeline):

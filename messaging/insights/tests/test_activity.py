@@ -86,6 +86,15 @@ def test_tracked_events_and_subscription_changes(secret_client, public_client):
     assert secret_client.get("/activity/types").json()["types"] == ["event.triggered", "contact.unsubscribed"]
 
 
+def test_types_present_follow_the_names_of_the_projects_events(secret_client, project, ann):
+    # A project that sends but tracks nothing: its email and segment events are no `event.triggered`.
+    for name in ("email.sent", "email.open", "segment.vip.entry", "email.sent"):
+        _events(project.project, ann, 3, name=name, start=timezone.now() - timedelta(days=300))
+    assert secret_client.get("/activity/types").json()["types"] == ["email.sent", "email.opened"]
+    _events(project.project, ann, 1, name="signup")
+    assert secret_client.get("/activity/types").json()["types"] == ["email.sent", "email.opened", "event.triggered"]
+
+
 def _events(project, contact, count: int, *, name="email.sent", start=None, step=timedelta(minutes=1)):
     start = start or timezone.now() - timedelta(hours=1)
     return Event.objects.bulk_create(
