@@ -30,7 +30,7 @@ from accounts.jobs.services import Report, job_create, job_run
 from accounts.models import Job
 from accounts.tenancy.selectors import project_has_member_email
 from campaigns.models import Campaign, CampaignStatus
-from campaigns.selectors import campaign_audience
+from campaigns.selectors import campaign_audience, campaign_emails
 from campaigns.services import require_editable
 from core.commit import after_commit
 from core.db import locked
@@ -233,7 +233,7 @@ def _cut(campaign: Campaign, audience, after: str | None) -> int:
     """The fan-out stops at the cap: the audience after `after` (the last contact queued) is recorded as not sent,
     in the batch's transaction; returns how many that is."""
     rest = (audience.filter(email__gt=after) if after is not None else audience).count()
-    nothing_sent = not Email.objects.filter(campaign_id=campaign.id).exists()
+    nothing_sent = not campaign_emails(campaign).exists()
     _not_sent(campaign, count=rest, now=timezone.now(), nothing_sent=nothing_sent)
     logger.warning("Campaign %s stopped at the monthly cap: %s of its audience not sent", campaign.id, rest)
     return rest
@@ -260,7 +260,7 @@ def campaign_finish(*, campaign_id) -> bool:
         # A fan-out still at work, or one that failed for good: the audience is not covered, so not SENT.
         if campaign is None or (campaign.job is not None and campaign.job.status != Job.Status.COMPLETED):
             return False
-        if Email.objects.filter(campaign_id=campaign.id, status__in=_UNFINISHED).exists():
+        if campaign_emails(campaign).filter(status__in=_UNFINISHED).exists():
             return False
         campaign.status, campaign.updated_at = CampaignStatus.SENT, timezone.now()
         campaign.save(update_fields=["status", "updated_at"])

@@ -1,5 +1,5 @@
 import uuid
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import uuid6
 from django.db import models
@@ -204,6 +204,15 @@ def created_window(ids) -> tuple[datetime, datetime] | None:
     if not times or None in times:
         return None
     return min(times) - CREATED_MARGIN, max(times) + CREATED_MARGIN
+
+
+# The bounds of no window (an id that is not a UUIDv7), for statements that always take two.
+ALL_TIME = (datetime(1, 1, 1, tzinfo=UTC), datetime(9999, 12, 31, tzinfo=UTC))
+
+
+def created_bounds(ids) -> tuple[datetime, datetime]:
+    """`created_window(ids)`, or ALL_TIME where there is none."""
+    return created_window(ids) or ALL_TIME
 
 
 def created_q(ids) -> models.Q:

@@ -25,7 +25,7 @@ import uuid
 from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -43,7 +43,7 @@ from domains.services import domain_sign_message, sender_domain_for
 from messaging.engagement.links import PAGES, system_links
 from messaging.feedback.returnpath import bounce_address
 from messaging.feedback.suppression import emails_skip_suppressed
-from messaging.models import Email, EmailType, created_q, created_window
+from messaging.models import Email, EmailType, created_bounds, created_q
 from messaging.sending import mime
 from messaging.sending.personalize import emails_personalize_deferred
 from messaging.sending.throttle import send_slot_after, send_slot_wait
@@ -114,14 +114,12 @@ WHERE messaging_email.ctid = claim.ctid AND messaging_email.created_at = claim.c
     AND (messaging_email.status || '') = %s
 RETURNING {", ".join(f"messaging_email.{field.column}" for field in _DELIVERY_COLUMNS)}
 """  # noqa: S608 - column names from the model
-# No window: ids made before emails had time-ordered ids.
-_ALWAYS = (datetime(1, 1, 1, tzinfo=UTC), datetime(9999, 12, 31, tzinfo=UTC))
 
 
 def pg_claim_params(email_ids, now) -> list:
     """The parameters of `_PG_CLAIM` for a claim of `email_ids` at `now`."""
     ids = [uuid.UUID(str(email_id)) for email_id in email_ids]
-    start, end = created_window(ids) or _ALWAYS
+    start, end = created_bounds(ids)
     queued, sending = Email.Status.QUEUED, Email.Status.SENDING
     array = "{" + ",".join(str(email_id) for email_id in ids) + "}"
     return [sending, now, now, array, start, end, queued, now, queued]
