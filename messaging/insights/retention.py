@@ -16,7 +16,7 @@ from django.utils import timezone
 from accounts.tenancy.selectors import project_ids_in_scope
 from core.batches import in_batches, purge_by_project
 from core.partitions import partitions_drop_before
-from messaging.models import BODY_KEPT, Email, created_q
+from messaging.models import BODY_KEPT, Email
 
 # Rows a worker may still send keep their body whatever their age.
 _UNFINISHED = (Email.Status.QUEUED, Email.Status.SENDING)
@@ -37,10 +37,9 @@ def email_bodies_clear(
         return kept.count()
 
     def clear(ids: list) -> int:
-        # updated_at stays: it is a failed email's failure time, which the stats rollup is rebuilt from. The filter
-        # and the ids' own windows (`created_q`) keep the update to the months the batch lies in when the table is
-        # partitioned.
-        return kept.filter(created_q(ids), id__in=ids).update(html="", text=None)
+        # updated_at stays: it is a failed email's failure time, which the stats rollup is rebuilt from. The rule's
+        # filter, repeated, keeps the update out of the months after the cutoff when the table is partitioned.
+        return kept.filter(id__in=ids).update(html="", text=None)
 
     return in_batches(kept, clear, order_by=("created_at",), batch_size=batch_size, max_batches=max_batches)
 
