@@ -288,7 +288,7 @@ class _Lease:
 
 _MARK_SENT = (
     "UPDATE messaging_email SET status = 'SENT', sent_at = %s, provider_message_id = %s, last_error = '', "
-    "updated_at = %s{copy} WHERE id = %s AND created_at = %s AND status = 'SENDING' AND claimed_at = %s"
+    "updated_at = %s{copy} WHERE id = %s AND status = 'SENDING' AND claimed_at = %s"
 )
 _MARK_SENT_SQL = _MARK_SENT.format(copy="")
 # A row the fan-out stored unrendered keeps what delivery made of it: the copy that was sent.
@@ -301,15 +301,15 @@ def _mark_sent(cursor, email: Email, sent_at, provider_id: str) -> bool:
     # Once per delivered message: plain SQL (the ORM's compilation of this UPDATE costs more than the UPDATE),
     # prepared once per connection (PostgreSQL's planning was 60 % of the statement's cost), and on PostgreSQL the
     # values as they are (psycopg adapts datetimes and UUIDs; SQLite compares the text forms Django writes).
-    # `created_at` names the row's month on a partitioned table.
-    email_id, created_at, lease = email.id, email.created_at, email.claimed_at
+    # Not narrowed to the row's month by its `created_at`, unlike the ORM's statements on loaded rows: PostgreSQL would
+    # plan this prepared statement again for each value (a plan for one month looks cheaper than the generic one for
+    # all), and planning costs more than looking the id up in each month's index (docs/performance.md).
+    email_id, lease = email.id, email.claimed_at
     if cursor.db.vendor != "postgresql":
         email_id = Email._meta.pk.get_db_prep_value(email_id, cursor.db)
-        sent_at, created_at, lease = (
-            _SENT_AT.get_db_prep_value(moment, cursor.db) for moment in (sent_at, created_at, lease)
-        )
+        sent_at, lease = (_SENT_AT.get_db_prep_value(moment, cursor.db) for moment in (sent_at, lease))
     sql, copy = (_MARK_SENT_SQL, []) if email.rendered else (_MARK_SENT_PERSONALIZED_SQL, [email.subject, email.html])
-    execute_prepared(cursor, sql, [sent_at, provider_id, sent_at, *copy, email_id, created_at, lease])
+    execute_prepared(cursor, sql, [sent_at, provider_id, sent_at, *copy, email_id, lease])
     return cursor.rowcount == 1
 
 
