@@ -10,10 +10,19 @@ from campaigns.models import EDITABLE, USES_SEGMENT, AudienceType, Campaign
 from contacts.models import Contact
 from core.time import iso
 from messaging.content import rendering
-from messaging.models import EmailType, Suppression
+from messaging.models import CREATED_MARGIN, Email, EmailType, Suppression
 from segments.conditions import condition_q
 from segments.conditions.spec import condition_fields, field_covers
 from segments.selectors import segment_members
+
+
+def campaign_emails(campaign: Campaign) -> QuerySet[Email]:
+    """The campaign's emails, read in the months since it started sending: each was created after its `sent_at` (a
+    campaign cancelled back to DRAFT has its emails removed before it is sent again), so on the table partitioned by
+    month the older months are not read."""
+    emails = Email.objects.filter(campaign_id=campaign.id)
+    return emails if campaign.sent_at is None else emails.filter(created_at__gte=campaign.sent_at - CREATED_MARGIN)
+
 
 CAMPAIGN_SORT = {"name": "name", "createdAt": "created_at", "updatedAt": "updated_at"}
 

@@ -9,8 +9,8 @@
 4. The fan-out (`campaign_fan_out`) walks the audience in keyset batches ordered by email (the (project, email)
    index), and per batch, in one transaction: inserts the emails unrendered (`emails_queue` with the `CAMPAIGN` policy; delivery
    personalizes each as it sends it), and records the last email as the job's checkpoint. A worker that dies
-   loses at most its uncommitted batch, and the next resumes after the checkpoint; the unique (campaign, contact)
-   constraint makes a batch done twice harmless. Only one batch of contacts is in memory at a time.
+   loses at most its uncommitted batch, and the next resumes after the checkpoint; a batch leaves out the contacts
+   that have an email of the campaign, so one done twice is harmless. Only one batch of contacts is in memory at a time.
 5. `campaign_finish` moves SENDING to SENT once the fan-out job has completed and none of the campaign's emails is
    QUEUED or SENDING; the fan-out calls it when it ends and `campaigns_finish_sending` (every minute) afterwards.
 6. A fan-out that failed for good leaves the campaign SENDING, never SENT: part of its audience has no email. Its
@@ -30,7 +30,7 @@ from accounts.jobs.services import Report, job_create, job_run
 from accounts.models import Job
 from accounts.tenancy.selectors import project_has_member_email
 from campaigns.models import Campaign, CampaignStatus
-from campaigns.selectors import campaign_audience
+from campaigns.selectors import campaign_audience, campaign_emails
 from campaigns.services import require_editable
 from core.commit import after_commit
 from core.db import locked
@@ -188,6 +188,7 @@ def _content(campaign: Campaign) -> SendContent:
         type=campaign.type,
         source=Email.Source.CAMPAIGN,
         campaign_id=campaign.id,
+        campaign_since=campaign.sent_at,
     )
 
 
@@ -232,7 +233,7 @@ def _cut(campaign: Campaign, audience, after: str | None) -> int:
     """The fan-out stops at the cap: the audience after `after` (the last contact queued) is recorded as not sent,
     in the batch's transaction; returns how many that is."""
     rest = (audience.filter(email__gt=after) if after is not None else audience).count()
-    nothing_sent = not Email.objects.filter(campaign_id=campaign.id).exists()
+    nothing_sent = not campaign_emails(campaign).exists()
     _not_sent(campaign, count=rest, now=timezone.now(), nothing_sent=nothing_sent)
     logger.warning("Campaign %s stopped at the monthly cap: %s of its audience not sent", campaign.id, rest)
     return rest
@@ -259,7 +260,7 @@ def campaign_finish(*, campaign_id) -> bool:
         # A fan-out still at work, or one that failed for good: the audience is not covered, so not SENT.
         if campaign is None or (campaign.job is not None and campaign.job.status != Job.Status.COMPLETED):
             return False
-        if Email.objects.filter(campaign_id=campaign.id, status__in=_UNFINISHED).exists():
+        if campaign_emails(campaign).filter(status__in=_UNFINISHED).exists():
             return False
         campaign.status, campaign.updated_at = CampaignStatus.SENT, timezone.now()
         campaign.save(update_fields=["status", "updated_at"])
@@ -271,7 +272,7 @@ def campaign_finish(*, campaign_id) -> bool:
 def campaign_fan_out_resume(*, campaign: Campaign) -> Campaign:
     """Start the fan-out of a SENDING campaign again where its failed job stopped (409 for any other campaign): a
     new job with the failed one's checkpoint, published after the commit. Recipients the failed job queued are not
-    queued again (the checkpoint, and the unique (campaign, contact) constraint behind it)."""
+    queued again (the checkpoint, and the fan-out's rule of one email per contact behind it)."""
     (campaign,) = locked(Campaign.objects.select_related("job", "project").filter(pk=campaign.pk))
     failed = campaign.job
     if campaign.status != CampaignStatus.SENDING or failed is None or failed.status != Job.Status.FAILED:

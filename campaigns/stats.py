@@ -20,10 +20,11 @@ from django.db import DatabaseError, transaction
 from django.db.models import Count, F, Q
 
 from campaigns.models import COUNTERS, Campaign
+from campaigns.selectors import campaign_emails
 from contacts.models import Event
 from contacts.services import UNSUBSCRIBED_EVENT
 from messaging.insights.counting import counted_events
-from messaging.models import Email
+from messaging.models import Email, created_q
 
 logger = logging.getLogger(__name__)
 # Rollup count -> campaign counter (a failure is not a campaign figure).
@@ -65,7 +66,7 @@ def campaign_increments(events) -> dict[str, Counter]:
     if unsubscribes:
         campaign_of = dict(
             Email.objects.filter(
-                id__in=[event.email_id for event in unsubscribes], campaign_id__isnull=False
+                created_q(ids := [event.email_id for event in unsubscribes]), id__in=ids, campaign_id__isnull=False
             ).values_list("id", "campaign_id")
         )
         for event in unsubscribes:
@@ -96,7 +97,7 @@ def on_events_recorded(sender, project, events, **kwargs) -> None:
 
 def campaign_stats_recount(*, campaign: Campaign) -> dict[str, int]:
     """The counters as the email rows and the opt-out events give them now."""
-    emails = Email.objects.filter(campaign_id=campaign.id)
+    emails = campaign_emails(campaign)
     columns = {
         counter: f"{counter.removesuffix('_count')}_at" for counter in COUNTERS if counter != "unsubscribed_count"
     }

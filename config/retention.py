@@ -15,6 +15,7 @@ from contacts.services import events_purge_old, import_uploads_purge_finished
 from core.partitions import is_partitioned, partitions_ensure
 from messaging.feedback.services import receipts_purge
 from messaging.insights.retention import email_bodies_clear, emails_purge_old
+from messaging.models import Email
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ def retention_apply(
 
 # The tables partitioned by month on PostgreSQL (docs/scaling.md "Partitioned history"), whose months the
 # `ensure-partitions` beat entry makes ahead and the doctor watches.
-PARTITIONED_TABLES = (Event._meta.db_table,)
+PARTITIONED_TABLES = (Event._meta.db_table, Email._meta.db_table)
 
 
 def partitions_ensure_all(*, now=None) -> dict[str, list[str]]:

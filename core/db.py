@@ -318,7 +318,7 @@ def insert_prepared(objs: Sequence[Model], *, ignore_conflicts: bool = False) ->
 
 def _prepared(field: Field, values: Sequence, connection) -> Sequence:
     """`values` as `field` stores them. Ids (of the field or of the row it refers to) go as they are, UUIDs or in
-    text form (`core.ids.random_uuids`), and PostgreSQL checks them."""
+    text form (`core.ids.uuid7s`), and PostgreSQL checks them."""
     kind = (field.target_field if field.is_relation else field).get_internal_type()
     if kind == "UUIDField" and all(isinstance(value, str | uuid.UUID) for value in values):
         return values

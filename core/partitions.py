@@ -102,10 +102,23 @@ def partitions_before(*, table: str, cutoff: datetime) -> list[Partition]:
     return [p for p in partitions(table) if p.upper is not None and p.upper <= cutoff]
 
 
-def partitions_drop_before(*, table: str, cutoff: datetime) -> int:
+def partitions_drop_before(*, table: str, cutoff: datetime, unless: str | None = None) -> int:
     """Retention of a partitioned table: drop every partition that lies wholly before `cutoff`; returns the rows
-    they held. The rows of the month the cutoff falls in are left to the rule's batched deletion."""
-    return sum(partition_drop(partition) for partition in partitions_before(table=table, cutoff=cutoff))
+    they held. The rows of the month the cutoff falls in are left to the rule's batched deletion, and so are those
+    of a partition holding a row that matches `unless` (SQL of the table's columns: rows the rule keeps whatever
+    their age, such as emails still to be sent), which is then deleted row by row, `unless`'s rows excepted."""
+    dropped = 0
+    for partition in partitions_before(table=table, cutoff=cutoff):
+        if unless is not None and _holds(partition, unless):
+            continue
+        dropped += partition_drop(partition)
+    return dropped
+
+
+def _holds(partition: Partition, condition: str) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {partition.name} WHERE {condition})")  # noqa: S608 - ours
+        return cursor.fetchone()[0]
 
 
 def partition_drop(partition: Partition) -> int:

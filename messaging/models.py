@@ -1,10 +1,13 @@
 import uuid
+from datetime import UTC, datetime, timedelta
 
+import uuid6
 from django.db import models
 from django.utils import timezone
 
 from accounts.models import Project
 from contacts.models import Contact
+from core.ids import uuid7_time
 
 
 class EmailType(models.TextChoices):
@@ -93,7 +96,9 @@ class Email(models.Model):
         WORKFLOW = "workflow"
         TEST = "test"
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # Time-ordered (UUIDv7) and made with the row's `created_at` (docs/scaling.md "Partitioned history"): a lookup
+    # by id alone names the month the row lies in (`created_window`).
+    id = models.UUIDField(primary_key=True, default=uuid6.uuid7, editable=False)
     # Foreign keys are indexed by the composite and partial indexes of Meta: every index is written by every
     # insert and by every status change (status is indexed, so those updates are never HOT).
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="emails", db_index=False)
@@ -142,16 +147,15 @@ class Email(models.Model):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        constraints = [
-            # A contact gets at most one email per campaign, however often a campaign's fan-out runs a batch
-            # (a killed or redelivered task). Also the index of a campaign's emails (campaign rows only).
-            models.UniqueConstraint(
+        indexes = [
+            # A campaign's emails (campaign rows only). Not unique: a partitioned table's unique indexes must hold
+            # `created_at`; the fan-out keeps one email per contact and campaign under the campaign's lock
+            # (`messaging.sending.services`, `_queue_unrendered`).
+            models.Index(
                 fields=["campaign_id", "contact"],
                 name="email_campaign_contact",
                 condition=models.Q(campaign_id__isnull=False),
             ),
-        ]
-        indexes = [
             models.Index(fields=["project", "created_at"], name="email_project_created"),
             models.Index(fields=["status", "claimed_at"], name="email_status_claimed"),
             models.Index(fields=["contact", "created_at"], name="email_contact_created"),
@@ -186,6 +190,37 @@ class Email(models.Model):
         return f"{self.subject} -> {self.to_email}"
 
 
+# How far a row's `created_at` may lie from its id's time: none for the rows of the send path, which take both from
+# one moment; a row made another way (the admin, a test) gets its id and its `created_at` from two reads of the clock.
+CREATED_MARGIN = timedelta(days=1)
+
+
+def created_window(ids) -> tuple[datetime, datetime] | None:
+    """Bounds of the `created_at` of the emails whose ids are `ids`, from the ids' own times (UUIDv7), widened by
+    CREATED_MARGIN: a lookup by id that adds them reads only the month (or two) they name on a partitioned table,
+    where an id alone is looked up in every month's index. None when an id is not a UUIDv7 (an email made before
+    ids were) or there is none: no bound then."""
+    times = [uuid7_time(email_id) for email_id in ids]
+    if not times or None in times:
+        return None
+    return min(times) - CREATED_MARGIN, max(times) + CREATED_MARGIN
+
+
+# The bounds of no window (an id that is not a UUIDv7), for statements that always take two.
+ALL_TIME = (datetime(1, 1, 1, tzinfo=UTC), datetime(9999, 12, 31, tzinfo=UTC))
+
+
+def created_bounds(ids) -> tuple[datetime, datetime]:
+    """`created_window(ids)`, or ALL_TIME where there is none."""
+    return created_window(ids) or ALL_TIME
+
+
+def created_q(ids) -> models.Q:
+    """`created_window(ids)` as a filter of `Email` (an empty one where there is no window)."""
+    window = created_window(ids)
+    return models.Q() if window is None else models.Q(created_at__range=window)
+
+
 class Suppression(models.Model):
     """An address of a project that no mail goes to any more (until an operator removes it)."""
 
@@ -199,7 +234,12 @@ class Suppression(models.Model):
     # Normalised like contact emails (trimmed, lower-cased).
     email = models.CharField(max_length=320)
     reason = models.CharField(max_length=9, choices=Reason.choices)
-    source_email = models.ForeignKey(Email, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    # No database constraint: a partitioned table's primary key is (id, created_at), which a foreign key would have to
+    # name whole. Deleting an email through the ORM still empties this; dropping a month of emails leaves the id of a
+    # row that is gone, which reads as no email.
+    source_email = models.ForeignKey(
+        Email, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", db_constraint=False
+    )
     detail = models.CharField(max_length=1000, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -227,7 +267,10 @@ class WebhookReceipt(models.Model):
     message_id = models.CharField(max_length=255, blank=True)
     recipient = models.CharField(max_length=320, blank=True)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
-    email = models.ForeignKey(Email, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    # No database constraint, as `Suppression.source_email`.
+    email = models.ForeignKey(
+        Email, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", db_constraint=False
+    )
     received_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -4,6 +4,7 @@ execution per triggering event, a step run at most once per execution) are datab
 
 import uuid
 
+import uuid6
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -274,7 +275,9 @@ class WorkflowStepExecution(models.Model):
     writes a new `claim_token`; only the holder of the current token records the step's outcome, so a worker whose
     lease was taken over cannot overwrite what the newer claim records."""
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # Time-ordered (UUIDv7): a SEND_EMAIL step keys its email by this id, and the email's `created_at` is the id's
+    # time, so a step run twice writes the same (id, created_at), the partitioned emails table's primary key.
+    id = models.UUIDField(primary_key=True, default=uuid6.uuid7, editable=False)
     execution = models.ForeignKey(
         WorkflowExecution, on_delete=models.CASCADE, related_name="step_executions", db_index=False
     )

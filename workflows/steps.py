@@ -18,7 +18,7 @@ from core.errors import ServiceError
 from core.tasks import time_limit_reached
 from core.time import iso
 from messaging.content import rendering
-from messaging.models import Email
+from messaging.models import Email, created_q
 from messaging.sending.services import WORKFLOW, WORKFLOW_ADDRESS, Address, Recipient, SendContent, emails_queue
 from segments.conditions import condition_matches
 from workflows.configs import CONTEXT_PREFIX, DELAY_UNITS, webhook_url_problem
@@ -130,7 +130,10 @@ def _send_to_contacts(claims: list[Claim]) -> list[Outcome]:
     execution goes on."""
     # A first run has a new step execution, so no email can have its id yet; only a run again looks.
     again = [claim.step_execution.id for claim in claims if claim.resume is not None]
-    existing = {row["id"]: row for row in Email.objects.filter(id__in=again).values("id", "to_email", "status")}
+    existing = {
+        row["id"]: row
+        for row in Email.objects.filter(created_q(again), id__in=again).values("id", "to_email", "status")
+    }
     to_send = [claim for claim in claims if claim.step_execution.id not in existing]
     if to_send:
         queued = emails_queue(
@@ -160,7 +163,11 @@ def _send_email(claim: Claim) -> Outcome:
     `_send_to_contacts` keys its emails. The address gets the contact's variables: its data, and its `id`, `email`
     and `subscribed` (the email is about the contact, not to it)."""
     email_id = claim.step_execution.id
-    existing = None if claim.resume is None else Email.objects.filter(id=email_id).values("to_email", "status").first()
+    existing = (
+        None
+        if claim.resume is None
+        else Email.objects.filter(created_q([email_id]), id=email_id).values("to_email", "status").first()
+    )
     if existing is None:
         context = claim.execution.context
         # Values for this email only (the data rules' non-persistent form): rendered, never stored on a contact.

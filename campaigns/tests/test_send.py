@@ -17,12 +17,14 @@ from campaigns.sending import (
     campaigns_start_due,
 )
 from campaigns.tests.conftest import PRO
-from conftest import behind_a_lock
+from campaigns.tests.test_caps import _started
+from conftest import behind_a_lock, concurrently
 from contacts.models import Contact
 from core.errors import Conflict
 from domains import authorized
 from domains.models import Domain
 from messaging.models import Email
+from messaging.sending.services import CAMPAIGN, Address, Recipient, SendContent, emails_queue
 
 AUDIENCE = ["ann@example.test", "ben@example.test", "fay@example.test"]
 
@@ -182,6 +184,35 @@ def test_fan_out_resumes_after_a_lost_worker_without_doubles_or_gaps(
     assert recipients(smtp_sink) == many  # nobody twice
     assert Email.objects.filter(campaign_id=campaign["id"]).count() == 25
     assert Job.objects.get(pk=job.pk).result == {"queued": 25}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_batch_queued_twice_at_once_makes_one_email_per_contact(project):
+    """Two runs of a campaign's batch at the same moment (a lease taken over from a slow but living worker): no
+    unique index holds (campaign, contact) on the partitioned table, and the batches, one after the other under the
+    lock of the campaign's stored content, leave out the contacts the other queued."""
+    if connection.vendor != "postgresql":
+        pytest.skip("concurrent writers need PostgreSQL")
+    Contact.objects.bulk_create(Contact(project=project.project, email=f"c{n:02d}@example.test") for n in range(25))
+    contacts = list(Contact.objects.filter(project=project.project).values_list("id", "email"))
+    campaign = _started(project.project, "Once")
+    content = SendContent(
+        subject="Hi",
+        body="<p>Hi</p>",
+        sender=Address(email="news@alice.test"),
+        type=campaign.type,
+        source=Email.Source.CAMPAIGN,
+        campaign_id=campaign.id,
+        campaign_since=campaign.sent_at,
+    )
+    recipients = [Recipient(email=email, contact_id=contact_id) for contact_id, email in contacts]
+
+    def batch(_):
+        emails_queue(project=project.project, content=content, recipients=recipients, policy=CAMPAIGN)
+
+    concurrently(batch, range(3), threads=3)
+    emails = Email.objects.filter(campaign_id=campaign.id)
+    assert emails.count() == 25 and emails.values("contact_id").distinct().count() == 25
 
 
 def test_fan_out_resumed_from_a_checkpoint_skips_nobody(committed, create_campaign, many, smtp_sink, settings):

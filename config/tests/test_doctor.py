@@ -84,7 +84,10 @@ def test_a_healthy_installation(project, beat_ran, smtp_sink, dns_server, settin
         "stuck jobs": "ok",
         "overdue campaigns": "ok",
         "overdue workflow resumes": "ok",
-        "partitions contacts_event": "ok" if connection.vendor == "postgresql" else "not configured",
+        **{
+            f"partitions {table}": "ok" if connection.vendor == "postgresql" else "not configured"
+            for table in ("contacts_event", "messaging_email")
+        },
     }
     assert "answers EHLO" in checks["smtp"]["detail"]
     assert dns_server.queries  # through the configured resolver

@@ -16,7 +16,7 @@ from accounts.models import Project
 from contacts.models import Contact
 from contacts.services import events_record_bulk
 from core.time import iso
-from messaging.models import Email
+from messaging.models import Email, created_bounds
 from messaging.vocabulary import email_event_data
 
 # Snooze choices of the manage page: key -> (label, weeks, months).
@@ -64,12 +64,14 @@ _HIT_KINDS = {
 
 # One statement per kind of hit for a whole batch: each email's counter goes up by its number of hits, its first-time
 # timestamp is set by its earliest hit unless set before, and the updated rows come back with what the events need.
-# The ORM cannot express UPDATE ... FROM (VALUES ...); PostgreSQL and SQLite (3.35+) both run this one.
+# The ORM cannot express UPDATE ... FROM (VALUES ...); PostgreSQL and SQLite (3.35+) both run this one. Each email is
+# named with the created_at window of its id (`created_bounds`), so that on the table partitioned by month its row is
+# looked up in the month or two it can lie in.
 _HITS_SQL = (
-    "WITH v (id, hits, first_at, last_at) AS (VALUES {rows}) "
+    "WITH v (id, hits, first_at, last_at, created_from, created_to) AS (VALUES {rows}) "
     "UPDATE messaging_email SET {field}_at = COALESCE({field}_at, v.first_at), {count} = {count} + v.hits, "
     "status = CASE WHEN status IN (%s, %s, %s) THEN %s ELSE status END, updated_at = v.last_at "
-    "FROM v WHERE messaging_email.id = v.id "
+    "FROM v WHERE messaging_email.id = v.id AND messaging_email.created_at BETWEEN v.created_from AND v.created_to "
     "RETURNING messaging_email.id, project_id, contact_id, {count}, {field}_at, message_id, subject, from_email, "
     "template_id, campaign_id, workflow_id, source"
 )
@@ -105,10 +107,12 @@ def _count_hits(kind: str, hits: list[Hit]) -> dict[str, tuple[Email, bool]]:
         by_email[hit.email_id].append(hit)
     params = []
     for email_id, own in by_email.items():
+        window = [_prep("created_at", moment) for moment in created_bounds([email_id])]
         params += [_prep("id", email_id), len(own), _prep("updated_at", own[0].at), _prep("updated_at", own[-1].at)]
+        params += window
     params += [*(list(moves_from) + [moves_from[-1]] * 3)[:3], status]
     count = "opens" if kind == "open" else "clicks"
-    rows = ", ".join(["(%s, %s, %s, %s)"] * len(by_email))
+    rows = ", ".join(["(%s, %s, %s, %s, %s, %s)"] * len(by_email))
     with connection.cursor() as cursor:
         cursor.execute(_HITS_SQL.format(field=field, count=count, rows=rows), params)
         returned = cursor.fetchall()

@@ -31,7 +31,7 @@ from messaging.engagement.services import email_click_record, email_open_record
 from messaging.feedback.events import BOUNCED, CLICKED, COMPLAINED, DELIVERED, HARD, OPENED, FeedbackEvent
 from messaging.feedback.reputation import project_reputation_guard
 from messaging.feedback.suppression import suppression_add
-from messaging.models import Email, Suppression, WebhookReceipt
+from messaging.models import Email, Suppression, WebhookReceipt, created_q
 from messaging.vocabulary import email_event_data
 
 logger = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ def email_for_feedback(*, event: FeedbackEvent) -> Email | None:
     emails = Email.objects.select_related("project", "contact__project")
     if event.email_id:
         email_id = uuid_or_none(event.email_id)
-        return emails.filter(pk=email_id).first() if email_id else None
+        return emails.filter(created_q([email_id]), pk=email_id).first() if email_id else None
     bare = event.message_id.strip().strip("<>")
     if not bare:
         return None
@@ -72,7 +72,7 @@ def email_for_feedback(*, event: FeedbackEvent) -> Email | None:
         return found
     # Our own Message-ID (SMTP relays and self-run MTAs report it) is <email id@sender domain>.
     email_id = uuid_or_none(bare.split("@", 1)[0])
-    return emails.filter(pk=email_id, message_id=f"<{bare}>").first() if email_id else None
+    return emails.filter(created_q([email_id]), pk=email_id, message_id=f"<{bare}>").first() if email_id else None
 
 
 def _record_event(email: Email, name: str, **extra) -> None:
@@ -85,7 +85,7 @@ def _record_event(email: Email, name: str, **extra) -> None:
 
 def _first_time(email: Email, field: str, when, **changes) -> bool:
     """Set `field` once (conditional UPDATE, so concurrent notifications agree on which one was first)."""
-    updated = Email.objects.filter(pk=email.pk, **{f"{field}__isnull": True}).update(
+    updated = Email.objects.filter(pk=email.pk, created_at=email.created_at, **{f"{field}__isnull": True}).update(
         **{field: when}, updated_at=timezone.now(), **changes
     )
     return bool(updated)

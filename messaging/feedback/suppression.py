@@ -98,7 +98,7 @@ def emails_skip_suppressed(*, emails: list[Email]) -> list[Email]:
         if suppression is None:
             deliverable.append(email)
             continue
-        Email.objects.filter(pk=email.pk, status=Email.Status.SENDING).update(
+        Email.objects.filter(pk=email.pk, created_at=email.created_at, status=Email.Status.SENDING).update(
             status=Email.Status.SUPPRESSED, last_error=suppression_message(suppression), updated_at=now
         )
     return deliverable

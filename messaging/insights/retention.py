@@ -3,8 +3,9 @@
 Rendered bodies: after `EMAIL_BODY_RETENTION_DAYS` the HTML of a finished email is emptied, and the text part its
 sender wrote when it has one; the row (addresses, subject, statuses, timestamps, counters) and its events stay, so
 every count and the activity feed are unchanged.
-Email rows: after `EMAIL_RETENTION_DAYS` (off by default) finished emails are deleted outright; the hourly stats
-keep their counts, but campaign figures and the activity feed lose them.
+Email rows: after `EMAIL_RETENTION_DAYS` (off by default) finished emails are deleted outright, on PostgreSQL whole
+months at a time where they can be (docs/scaling.md "Partitioned history"); the hourly stats keep their counts, but
+campaign figures and the activity feed lose them.
 """
 
 from datetime import timedelta
@@ -14,6 +15,7 @@ from django.utils import timezone
 
 from accounts.tenancy.selectors import project_ids_in_scope
 from core.batches import in_batches, purge_by_project
+from core.partitions import partitions_drop_before
 from messaging.models import BODY_KEPT, Email
 
 # Rows a worker may still send keep their body whatever their age.
@@ -35,8 +37,9 @@ def email_bodies_clear(
         return kept.count()
 
     def clear(ids: list) -> int:
-        # updated_at stays: it is a failed email's failure time, which the stats rollup is rebuilt from.
-        return Email.objects.filter(id__in=ids).update(html="", text=None)
+        # updated_at stays: it is a failed email's failure time, which the stats rollup is rebuilt from. The rule's
+        # filter, repeated, keeps the update out of the months after the cutoff when the table is partitioned.
+        return kept.filter(id__in=ids).update(html="", text=None)
 
     return in_batches(kept, clear, order_by=("created_at",), batch_size=batch_size, max_batches=max_batches)
 
@@ -46,11 +49,20 @@ def emails_purge_old(
 ) -> int:
     """Delete finished emails created more than EMAIL_RETENTION_DAYS ago (0, the default, keeps them), project by
     project and oldest first along the (project, created_at) index. Suppressions and webhook receipts that name
-    such an email keep their row without the link."""
+    such an email keep their row without the link.
+
+    On PostgreSQL, where emails are partitioned by month, a run for every project first drops the months wholly
+    before the cutoff (their rows are counted as deleted), as `contacts.services.events_purge_old` does; a month
+    that still holds an email to be sent is left to the batched deletion. The suppressions and receipts of a dropped
+    month keep the id of an email that is gone, which reads as none (the admin shows no link)."""
     if settings.EMAIL_RETENTION_DAYS <= 0:
         return 0
     cutoff = timezone.now() - timedelta(days=settings.EMAIL_RETENTION_DAYS)
-    return purge_by_project(
+    dropped = 0
+    if project_id is None and not dry_run:
+        unfinished = ", ".join(f"'{status}'" for status in _UNFINISHED)
+        dropped = partitions_drop_before(table=Email._meta.db_table, cutoff=cutoff, unless=f"status IN ({unfinished})")
+    return dropped + purge_by_project(
         Email.objects.filter(created_at__lt=cutoff).exclude(status__in=_UNFINISHED),
         project_ids=project_ids_in_scope(project_id=project_id),
         order_by=("created_at",),

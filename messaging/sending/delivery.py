@@ -43,7 +43,7 @@ from domains.services import domain_sign_message, sender_domain_for
 from messaging.engagement.links import PAGES, system_links
 from messaging.feedback.returnpath import bounce_address
 from messaging.feedback.suppression import emails_skip_suppressed
-from messaging.models import Email, EmailType
+from messaging.models import Email, EmailType, created_bounds, created_q
 from messaging.sending import mime
 from messaging.sending.personalize import emails_personalize_deferred
 from messaging.sending.throttle import send_slot_after, send_slot_wait
@@ -89,21 +89,40 @@ _DELIVERY_FIELDS = (
     "created_at",
 )
 _DELIVERY_COLUMNS = [Email._meta.get_field(name) for name in _DELIVERY_FIELDS]
-# The claim as one statement that also returns the rows: the subquery locks the due QUEUED rows, skipping those
-# another worker holds, and re-checks the status of a row committed meanwhile, so each row is claimed once. The ids
-# travel as one array literal (psycopg adapts a list of UUIDs element by element in Python).
-# The status tests are written `(status || '') = ...` so that no index serves them and the rows are found by their
-# ids: right after a bulk insert (a campaign's batch) the statistics still say no row is QUEUED, and the planner
-# walked the status index through every queued row once per claimed row (1.3 s for a claim of 50 among 2,000).
+# The claim as one statement that also returns the rows. Each id is looked up on its own (`unnest` and a LATERAL
+# subquery, so the planner has no other way in than the primary key, whatever the statistics say), within the
+# created_at window its id names (`created_window`: the month or two it can lie in, not all of them); the rows are
+# locked, skipping those another worker holds, with their status re-checked on the row committed meanwhile, so each
+# row is claimed once; the update then reaches each locked row by its tuple id in its own month's partition
+# (created_at names it). The ids travel as one array literal (psycopg adapts a list of UUIDs element by element).
+# The status tests are written `(status || '') = ...` so that no index serves them: right after a bulk insert (a
+# campaign's batch) the statistics still say no row is QUEUED, and the planner walked the status index through
+# every queued row once per claimed row (1.3 s for a claim of 50 among 2,000). A table partitioned by month knows no
+# longer that an id names one row (its primary key is (id, created_at)), and an `id = ANY(...)` test planned
+# sequential scans of the partitions before their first ANALYZE.
 _PG_CLAIM = f"""
 UPDATE messaging_email SET status = %s, claimed_at = %s, attempts = attempts + 1, updated_at = %s
-WHERE (status || '') = %s AND id IN (
-    SELECT id FROM messaging_email
-    WHERE id = ANY(%s::uuid[]) AND (status || '') = %s AND (next_attempt_at IS NULL OR next_attempt_at <= %s)
-    FOR UPDATE SKIP LOCKED
-)
-RETURNING {", ".join(field.column for field in _DELIVERY_COLUMNS)}
+FROM (
+    SELECT claimed.ctid, claimed.created_at FROM unnest(%s::uuid[]) AS wanted(id) CROSS JOIN LATERAL (
+        SELECT ctid, created_at FROM messaging_email
+        WHERE id = wanted.id AND created_at BETWEEN %s AND %s AND (status || '') = %s
+            AND (next_attempt_at IS NULL OR next_attempt_at <= %s)
+        FOR UPDATE SKIP LOCKED
+    ) AS claimed
+) AS claim
+WHERE messaging_email.ctid = claim.ctid AND messaging_email.created_at = claim.created_at
+    AND (messaging_email.status || '') = %s
+RETURNING {", ".join(f"messaging_email.{field.column}" for field in _DELIVERY_COLUMNS)}
 """  # noqa: S608 - column names from the model
+
+
+def pg_claim_params(email_ids, now) -> list:
+    """The parameters of `_PG_CLAIM` for a claim of `email_ids` at `now`."""
+    ids = [uuid.UUID(str(email_id)) for email_id in email_ids]
+    start, end = created_bounds(ids)
+    queued, sending = Email.Status.QUEUED, Email.Status.SENDING
+    array = "{" + ",".join(str(email_id) for email_id in ids) + "}"
+    return [sending, now, now, array, start, end, queued, now, queued]
 
 
 def emails_claim(*, email_ids) -> list[Email]:
@@ -111,16 +130,14 @@ def emails_claim(*, email_ids) -> list[Email]:
     return them, oldest first, with their project and attachments."""
     now = timezone.now()
     if connection.vendor == "postgresql":
-        ids = "{" + ",".join(str(uuid.UUID(str(email_id))) for email_id in email_ids) + "}"
-        queued, sending = Email.Status.QUEUED, Email.Status.SENDING
         with connection.cursor() as cursor:
-            execute_prepared(cursor, _PG_CLAIM, [sending, now, now, queued, ids, queued, now])
+            execute_prepared(cursor, _PG_CLAIM, pg_claim_params(email_ids, now))
             emails = instances_from_rows(Email, _DELIVERY_COLUMNS, cursor.fetchall())
     else:
         with transaction.atomic():
             claimed = list(
                 Email.objects.select_for_update(skip_locked=True)
-                .filter(id__in=email_ids, status=Email.Status.QUEUED)
+                .filter(created_q(email_ids), id__in=email_ids, status=Email.Status.QUEUED)
                 .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now))
                 .values_list("id", flat=True)
             )
@@ -135,6 +152,12 @@ def emails_claim(*, email_ids) -> list[Email]:
     if any(email.attachments_id for email in emails):
         prefetch_related_objects(emails, "attachments")
     return emails
+
+
+def _rows(emails: list[Email]) -> Q:
+    """The rows of `emails`, loaded with their `created_at`, named by it too: on a partitioned table a statement on
+    them then reads their months' partitions only, not every month's index."""
+    return Q(id__in=[email.id for email in emails], created_at__in={email.created_at for email in emails})
 
 
 def retry_delay(attempts: int) -> float:
@@ -247,17 +270,16 @@ class _Lease:
             return emails
         now = timezone.now()
         token = emails[0].claimed_at  # one claim, one value; renewed together
-        ids = [email.id for email in emails]
-        held = Email.objects.filter(id__in=ids, status=Email.Status.SENDING, claimed_at=token)
+        held = Email.objects.filter(_rows(emails), status=Email.Status.SENDING, claimed_at=token)
         renewed = held.update(claimed_at=now)
         self.renewed = time.monotonic()
-        if renewed < len(ids):
+        if renewed < len(emails):
             kept = set(
-                Email.objects.filter(id__in=ids, status=Email.Status.SENDING, claimed_at=now).values_list(
+                Email.objects.filter(_rows(emails), status=Email.Status.SENDING, claimed_at=now).values_list(
                     "id", flat=True
                 )
             )
-            logger.warning("Lease expired on %d email(s); another worker has them", len(ids) - len(kept))
+            logger.warning("Lease expired on %d email(s); another worker has them", len(emails) - len(kept))
             emails = [email for email in emails if email.id in kept]
         for email in emails:
             email.claimed_at = now
@@ -279,6 +301,9 @@ def _mark_sent(cursor, email: Email, sent_at, provider_id: str) -> bool:
     # Once per delivered message: plain SQL (the ORM's compilation of this UPDATE costs more than the UPDATE),
     # prepared once per connection (PostgreSQL's planning was 60 % of the statement's cost), and on PostgreSQL the
     # values as they are (psycopg adapts datetimes and UUIDs; SQLite compares the text forms Django writes).
+    # Not narrowed to the row's month by its `created_at`, unlike the ORM's statements on loaded rows: PostgreSQL would
+    # plan this prepared statement again for each value (a plan for one month looks cheaper than the generic one for
+    # all), and planning costs more than looking the id up in each month's index (docs/performance.md).
     email_id, lease = email.id, email.claimed_at
     if cursor.db.vendor != "postgresql":
         email_id = Email._meta.pk.get_db_prep_value(email_id, cursor.db)
@@ -289,7 +314,7 @@ def _mark_sent(cursor, email: Email, sent_at, provider_id: str) -> bool:
 
 
 def _mark(email: Email, status: str, **fields) -> None:
-    Email.objects.filter(pk=email.id, status=Email.Status.SENDING, claimed_at=email.claimed_at).update(
+    Email.objects.filter(_rows([email]), status=Email.Status.SENDING, claimed_at=email.claimed_at).update(
         status=status, updated_at=timezone.now(), **fields
     )
 
@@ -320,9 +345,7 @@ def _defer(emails: list[Email], wait: float, report: DeliveryReport) -> None:
     for position, email in enumerate(emails):
         moments[math.ceil(send_slot_after(wait, position))].append(email)
     for delay, group in moments.items():
-        Email.objects.filter(
-            id__in=[email.id for email in group], status=Email.Status.SENDING, claimed_at=group[0].claimed_at
-        ).update(
+        Email.objects.filter(_rows(group), status=Email.Status.SENDING, claimed_at=group[0].claimed_at).update(
             status=Email.Status.QUEUED,
             claimed_at=None,
             attempts=F("attempts") - 1,
@@ -359,9 +382,7 @@ def _out_of_time(sending: Email | None, rest: list[Email], report: DeliveryRepor
     for group, untried in (([sending] if sending else [], 0), (rest, 1)):
         if not group:
             continue
-        held = Email.objects.filter(
-            id__in=[email.id for email in group], status=Email.Status.SENDING, claimed_at=group[0].claimed_at
-        )
+        held = Email.objects.filter(_rows(group), status=Email.Status.SENDING, claimed_at=group[0].claimed_at)
         ids = list(held.values_list("id", flat=True))
         held.filter(id__in=ids).update(
             status=Email.Status.QUEUED,
@@ -510,12 +531,12 @@ def emails_sweep(*, now=None, limit: int = 5000) -> list:
             .only(*_DELIVERY_FIELDS)[:limit]
         )
         exhausted = [email for email in rows if email.attempts >= settings.DELIVERY_MAX_ATTEMPTS]
-        stranded = [email.id for email in rows if email.attempts < settings.DELIVERY_MAX_ATTEMPTS]
+        stranded = [email for email in rows if email.attempts < settings.DELIVERY_MAX_ATTEMPTS]
         taken = Email.objects.filter(status=Email.Status.SENDING, claimed_at__lt=stale)
-        taken.filter(id__in=stranded).update(
+        taken.filter(_rows(stranded)).update(
             status=Email.Status.QUEUED, claimed_at=None, next_attempt_at=None, updated_at=now
         )
-        taken.filter(id__in=[email.id for email in exhausted]).update(
+        taken.filter(_rows(exhausted)).update(
             status=Email.Status.FAILED, claimed_at=None, last_error=STRANDED_ERROR, updated_at=now
         )
     if exhausted:
@@ -528,4 +549,4 @@ def emails_sweep(*, now=None, limit: int = 5000) -> list:
         .order_by("created_at")
         .values_list("id", flat=True)[: max(0, limit - len(stranded))]
     )
-    return stranded + list(waiting)
+    return [email.id for email in stranded] + list(waiting)

@@ -13,7 +13,7 @@ import base64
 import logging
 import uuid
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 
 from django.conf import settings
@@ -29,10 +29,10 @@ from contacts.upsert import contact_upsert, contact_upsert_guarded, contact_upse
 from core.batches import in_batches
 from core.db import insert_prepared, insert_varied, new_instance
 from core.errors import ValidationFailed
-from core.ids import random_uuids
+from core.ids import uuid7_of, uuid7_time, uuid7s
 from domains.services import sender_domain_for
 from messaging.feedback.suppression import recipients_check_suppressed
-from messaging.models import AttachmentBundle, DeferredContent, Email, EmailType, Template
+from messaging.models import CREATED_MARGIN, AttachmentBundle, DeferredContent, Email, EmailType, Template
 from messaging.sending.dispatch import enqueue_bulk_delivery, enqueue_delivery
 from messaging.sending.mime import Attachment
 from messaging.sending.personalize import Personal, not_rendered, personalize
@@ -64,6 +64,9 @@ class SendContent:
     attachments: list[Attachment] = field(default_factory=list)
     source: str = Email.Source.API
     campaign_id: uuid.UUID | None = None
+    # When the campaign started sending (its `sent_at`): all its emails were created since, so the fan-out's check
+    # for a contact's email of the campaign reads only the months from then on.
+    campaign_since: datetime | None = None
     workflow_id: uuid.UUID | None = None
     # The plain-text alternative as the sender wrote it (a message submitted over SMTP), rendered like the subject;
     # None: delivery makes it from the HTML body. With an empty body, the message is text only.
@@ -128,8 +131,11 @@ def _email_row(
     """One recipient's email row, personalized; content that this recipient's data pushes past a rendering limit
     or the size cap is refused (422), or with `fail_refused` gives a FAILED row saying why (a batch goes on without
     that recipient's mail). `email_id` is the caller's key for the row (a workflow step's), so that running the
-    same send twice cannot store two."""
-    email_id = email_id or uuid.uuid4()
+    same send twice cannot store two: a UUIDv7 key gives the row its time as `created_at`, so the two would share
+    the primary key of the partitioned table, (id, created_at). Otherwise the id is made of `now`, the row's
+    `created_at` (`messaging.models.created_window`)."""
+    created_at = (email_id and uuid7_time(email_id)) or now
+    email_id = email_id or uuid7_of(now)
     failure = ""
     try:
         personal = personalize(
@@ -172,7 +178,7 @@ def _email_row(
         headers=content.headers,
         attachments_id=bundle.id if bundle else None,
         message_id=f"<{email_id}@{domain_name}>",
-        created_at=now,
+        created_at=created_at,
         updated_at=now,
     )
     if failure:
@@ -429,9 +435,12 @@ def _queue_unrendered(
     now,
 ) -> None:
     """A campaign's batch: one insert of unrendered rows that differ only in id, contact and address, with the
-    content delivery personalizes them from (`DeferredContent`, keyed by the campaign's id). A contact that already
-    has an email of the campaign is left out by the unique constraint on (campaign, contact): a batch run twice
-    queues nothing twice. (Its id is still published; delivery's claim finds no such row.)"""
+    content delivery personalizes them from (`DeferredContent`, keyed by the campaign's id).
+
+    A contact that already has an email of the campaign is left out, so a batch run twice (a redelivered or resumed
+    fan-out) or two at once queue nothing twice. No unique index can say so (a partitioned table's must hold
+    `created_at`): the content's upsert comes first and holds its row, the campaign's, until the batch commits, so
+    the batches of one campaign run one after the other, and each reads the emails its predecessors committed."""
     prototype = Email(
         project=project,
         campaign_id=content.campaign_id,
@@ -445,9 +454,10 @@ def _queue_unrendered(
         created_at=now,
         updated_at=now,
     )
-    ids = random_uuids(len(recipients))
     with transaction.atomic():
         _deferred_content_store(project, content, now)
+        recipients = _without_email_of_campaign(content, recipients)
+        ids = uuid7s(len(recipients), moment=now)
         inserted = insert_varied(
             prototype,
             {
@@ -456,9 +466,21 @@ def _queue_unrendered(
                 "to_email": [recipient.email for recipient in recipients],
                 "message_id": [f"<{email_id}@{domain_name}>" for email_id in ids],
             },
-            ignore_conflicts=True,
         )
         _store(allowance, inserted, ids, now, bulk=True)
+
+
+def _without_email_of_campaign(content: SendContent, recipients: list[Recipient]) -> list[Recipient]:
+    """`recipients` but those who have an email of the campaign already (read along the (campaign, contact) index,
+    in the months since the campaign started)."""
+    since = content.campaign_since - CREATED_MARGIN if content.campaign_since else None
+    existing = Email.objects.filter(
+        campaign_id=content.campaign_id, contact_id__in=[recipient.contact_id for recipient in recipients]
+    )
+    if since is not None:
+        existing = existing.filter(created_at__gte=since)
+    have = set(existing.values_list("contact_id", flat=True))
+    return [recipient for recipient in recipients if recipient.contact_id not in have] if have else recipients
 
 
 def _store(allowance: usage.Allowance | None, inserted: int, deliver: list, now, *, bulk: bool) -> None:
