@@ -124,9 +124,11 @@ def _beat_lease() -> tuple[bool, str]:
     if not lease.expired:
         return True, f"the lease is held by {who} since {lease.acquired_at:%Y-%m-%d %H:%M:%S} UTC"
     ago = (lease.now - lease.expires_at).total_seconds()
+    # A beat that stops releases its lease (config.leases.lease_release); one that dies lets it expire.
+    ended = "was released" if lease.renewed_at is not None and lease.expires_at <= lease.renewed_at else "expired"
     if ago <= 2 * settings.BEAT_LEASE_RETRY_SECONDS:
-        return True, f"the lease of {who} expired {ago:.0f} s ago: a standby takes it within seconds"
-    return False, f"the lease expired {timedelta(seconds=round(ago))} ago and no beat took it (last held by {who})"
+        return True, f"the lease of {who} {ended} {ago:.0f} s ago: another beat, if one runs, takes it within seconds"
+    return False, f"the lease {ended} {timedelta(seconds=round(ago))} ago and no beat took it (last held by {who})"
 
 
 def check_beat(now=None) -> Finding:

@@ -43,7 +43,11 @@ def lease_take(*, name: str, holder: str, seconds: float) -> bool:
 def lease_release(*, name: str, holder: str) -> bool:
     """Ends `holder`'s lease at once, so that another takes it without waiting for it to expire. False when it was
     not held by `holder` (expired, taken by another)."""
-    return bool(Lease.objects.filter(name=name, holder=holder, expires_at__gt=Now()).update(expires_at=Now()))
+    # Renewed and expired at the same instant: what tells a release from an expiry (the doctor says which).
+    ended = Lease.objects.filter(name=name, holder=holder, expires_at__gt=Now()).update(
+        expires_at=Now(), renewed_at=Now()
+    )
+    return bool(ended)
 
 
 def lease_held(*, name: str, holder: str) -> Exists:

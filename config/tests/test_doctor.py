@@ -11,6 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
+from django.db.models import F
 from django.db.models.functions import Now
 from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
@@ -18,7 +19,7 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 from accounts.models import Job
 from campaigns.models import Campaign, CampaignStatus
 from config.doctor import queue_depths
-from config.leases import BEAT_LEASE, lease_take
+from config.leases import BEAT_LEASE, lease_release, lease_take
 from config.models import Lease
 from config.queues import TASK_ROUTES
 from config.schedule import BEAT_SCHEDULE
@@ -270,17 +271,40 @@ def test_the_beat_holding_the_lease_is_named(project, beat_ran, smtp_sink, dns_s
     assert "the lease is held by beat-host-1 (pid 4321) since " in checks["beat"]["detail"]
 
 
+def expired(ago: timedelta) -> None:
+    """The lease as its holder's death leaves it: last renewed a lease's time (30 s) before it expired, `ago`."""
+    Lease.objects.update(expires_at=Now() - ago, renewed_at=Now() - ago - timedelta(seconds=30))
+
+
 def test_a_lease_expired_with_no_beat_taking_it_is_a_problem(project, beat_ran, smtp_sink, dns_server, settings):
     lease_take(name=BEAT_LEASE, holder="beat-host-1:4321:abcd", seconds=30)
     # Expired a moment ago: a standby takes it within its retry interval, nothing to report yet.
-    Lease.objects.update(expires_at=Now() - timedelta(seconds=settings.BEAT_LEASE_RETRY_SECONDS))
+    expired(timedelta(seconds=settings.BEAT_LEASE_RETRY_SECONDS))
     status, checks = doctor()
     assert (status, checks["beat"]["state"]) == (0, "ok")
     # Expired for longer than any standby would take to take it: no beat runs, though the entries are not late yet.
-    Lease.objects.update(expires_at=Now() - timedelta(minutes=3))
+    expired(timedelta(minutes=3))
     status, checks = doctor()
     assert (status, checks["beat"]["state"]) == (2, "problem")
     assert checks["beat"]["detail"] == (
         "the lease expired 0:03:00 ago and no beat took it (last held by beat-host-1 (pid 4321))"
     )
     assert "celery -A config beat" in checks["beat"]["advice"]
+
+
+def test_a_lease_released_by_a_stopped_beat_is_told_from_one_that_expired(project, beat_ran, smtp_sink, dns_server):
+    lease_take(name=BEAT_LEASE, holder="beat-host-1:4321:abcd", seconds=30)
+    assert lease_release(name=BEAT_LEASE, holder="beat-host-1:4321:abcd")
+    status, checks = doctor()
+    assert (status, checks["beat"]["state"]) == (0, "ok")
+    assert checks["beat"]["detail"].endswith(
+        "the lease of beat-host-1 (pid 4321) was released 0 s ago: another beat, if one runs, takes it within seconds"
+    )
+    Lease.objects.update(
+        expires_at=F("expires_at") - timedelta(minutes=3), renewed_at=F("renewed_at") - timedelta(minutes=3)
+    )
+    status, checks = doctor()
+    assert (status, checks["beat"]["detail"]) == (
+        2,
+        "the lease was released 0:03:00 ago and no beat took it (last held by beat-host-1 (pid 4321))",
+    )
