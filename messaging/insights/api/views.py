@@ -21,6 +21,8 @@ from messaging.insights.api import serializers as s
 from messaging.insights.registry import ActivityFilters
 
 MAX_RANGE = timedelta(days=366)
+# The activity feed's window when it is given no startDate.
+FEED_DEFAULT_DAYS = 30
 MAX_HOURLY_RANGE = timedelta(days=7)
 MAX_RECENT_MINUTES = 60
 DAYS = count_parameter("days", "Period in days up to now (default 30; larger than 366 is clamped)")
@@ -87,7 +89,11 @@ class ActivityListView(ApiView):
             OpenApiParameter("types", str, description="Comma-separated activity types"),
             OpenApiParameter("contactId", OpenApiTypes.UUID),
             OpenApiParameter("emailId", OpenApiTypes.UUID),
-            START,
+            OpenApiParameter(
+                "startDate",
+                str,
+                description="ISO 8601 date or timestamp (UTC unless an offset is given); default 30 days before endDate or now",
+            ),
             END,
         ],
         responses={200: s.ActivityPageSerializer, 400: ERROR, 422: ERROR},
@@ -96,6 +102,9 @@ class ActivityListView(ApiView):
     def get(self, request):
         params = request.query_params
         start, end = _range(params, default_days=None)
+        # Without a startDate the feed is the last FEED_DEFAULT_DAYS days (up to endDate): a page and its total read
+        # those months of history, not all of them.
+        start = start or (end or timezone.now()) - timedelta(days=FEED_DEFAULT_DAYS)
         filters = ActivityFilters(
             types=_types_param(params),
             contact_id=uuid_param(params, "contactId"),

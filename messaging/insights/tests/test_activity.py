@@ -2,7 +2,7 @@
 link, then pagination, every filter, bad input and isolation between projects."""
 
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 from django.utils import timezone
@@ -128,7 +128,8 @@ def test_pages_through_every_item_once_with_ties(secret_client, project, ann):
 
 def test_filters(secret_client, project, ann):
     bo = Contact.objects.create(project=project.project, email="bo@example.test")
-    base = datetime(2026, 3, 10, 12, tzinfo=UTC)
+    base = (timezone.now() - timedelta(days=10)).replace(hour=12, minute=0, second=0, microsecond=0)
+    next_day = (base + timedelta(days=1)).date().isoformat()
     email_id = uuid.uuid4()
     Event.objects.bulk_create(
         [
@@ -143,6 +144,8 @@ def test_filters(secret_client, project, ann):
             Event(project=project.project, contact=bo, name="email.bounce", created_at=base + timedelta(days=1)),
             Event(project=project.project, contact=bo, name="signup", created_at=base + timedelta(days=2)),
             Event(project=project.project, contact=bo, name="segment.vip.entry", created_at=base),
+            # Before the default window: the 30 days before now, or before endDate.
+            Event(project=project.project, contact=ann, name="visited", created_at=base - timedelta(days=40)),
         ]
     )
 
@@ -156,9 +159,11 @@ def test_filters(secret_client, project, ann):
     assert types(types="campaign.sent") == []  # a known type nothing produces yet
     assert types(contactId=str(bo.id)) == ["event.triggered", "email.bounced"]
     assert types(emailId=str(email_id)) == ["email.opened", "email.sent"]
-    assert types(startDate="2026-03-11") == ["event.triggered", "email.bounced"]
-    assert types(endDate="2026-03-11") == ["email.bounced", "email.opened", "email.sent"]  # the whole day
-    assert types(startDate="2026-03-11T00:00:00Z", endDate="2026-03-11T23:00:00+00:00") == ["email.bounced"]
+    assert types(startDate=next_day) == ["event.triggered", "email.bounced"]
+    assert types(endDate=next_day) == ["email.bounced", "email.opened", "email.sent"]  # the whole day
+    assert types(startDate=f"{next_day}T00:00:00Z", endDate=f"{next_day}T23:00:00+00:00") == ["email.bounced"]
+    old = (base - timedelta(days=41)).date().isoformat()
+    assert types(startDate=old) == ["event.triggered", "email.bounced", "email.opened", "email.sent", "event.triggered"]
     assert types(contactId=str(uuid.uuid4())) == []
     assert feed(secret_client, types="email.sent")["total"] == 1
 
