@@ -298,6 +298,8 @@ def accept(databases: list[str], *, seconds: int, rounds: int) -> dict:
                 send = send_options(keys[database]["secretKey"], 50)
                 wrk(f"{base}/v1/send", seconds=3, **send)
                 runs[database]["send"].append(wrk(f"{base}/v1/send", seconds=seconds, **send))
+    refused = [run for paths in runs.values() for found in paths.values() for run in found if run["non_2xx"]]
+    assert not refused, f"answers other than 2xx: {refused}"
     out = {database: {path: wrk_medians(found) for path, found in paths.items()} for database, paths in runs.items()}
     for database in databases:
         for path in ("track", "send"):
@@ -379,6 +381,15 @@ def campaign(database: str, *, contacts: int, timeout: float) -> dict:
     }
 
 
+def port_free(port: int) -> None:
+    """gunicorn binds with SO_REUSEPORT: a server left running on the port would silently share the load."""
+    import socket
+
+    with socket.socket() as sock:
+        if sock.connect_ex(("127.0.0.1", port)) == 0:
+            raise SystemExit(f"port {port} is in use: stop what listens there first")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--databases", nargs="+", required=True)
@@ -396,6 +407,7 @@ def main() -> None:
         django.setup()
         print(json.dumps(CHILD_PARTS[args.child](args), default=str))
         return
+    port_free(PORT)
     parts = args.parts.split(",")
     out: dict = {"benchmark": "scale", "machine": machine(), "databases": args.databases}
     for part in parts:

@@ -711,7 +711,10 @@ def table_sizes() -> dict:
 
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT relname, pg_table_size(oid), pg_indexes_size(oid) FROM pg_class WHERE relname = ANY(%s)",
+            # A partitioned table's size is its partitions' (pg_partition_tree has no row for a plain table).
+            "SELECT relname, sum(pg_table_size(part)), sum(pg_indexes_size(part)) FROM pg_class "
+            "LEFT JOIN LATERAL pg_partition_tree(pg_class.oid) AS tree ON true, coalesce(tree.relid, pg_class.oid) part "
+            "WHERE relname = ANY(%s) GROUP BY relname",
             [list(TABLES)],
         )
         return {
