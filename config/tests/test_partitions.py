@@ -303,7 +303,13 @@ def test_event_names_and_activity_types_take_one_probe_per_name_and_month(histor
     assert all(node["Actual Rows"] <= 1 and node["Actual Loops"] <= 4 for node in nodes)
 
 
-@pytest.mark.parametrize("path", ["/events?limit=4", "/events?limit=4&name=visited", "/activity?limit=4", "contact"])
+# The activity feed without startDate reads its last 30 days (the test below); with an early one, all of history.
+ALL_ACTIVITY = "/activity?startDate=2000-01-01"
+
+
+@pytest.mark.parametrize(
+    "path", ["/events?limit=4", "/events?limit=4&name=visited", f"{ALL_ACTIVITY}&limit=4", "contact"]
+)
 def test_newest_first_pages_stop_at_the_newest_months(history, contact, secret_client, path):
     path = f"/events/contact/{contact.id}?limit=4" if path == "contact" else path
     with CaptureQueriesContext(connection) as queries:
@@ -314,7 +320,7 @@ def test_newest_first_pages_stop_at_the_newest_months(history, contact, secret_c
     assert read and read <= in_window(partitions(TABLE), month_start(timezone.now()))
 
 
-@pytest.mark.parametrize("path", ["/events", "/events?name=visited", "/activity", "/events/visited/usage"])
+@pytest.mark.parametrize("path", ["/events", "/events?name=visited", ALL_ACTIVITY, "/events/visited/usage"])
 def test_counts_over_all_history_are_read_from_an_index_alone(history, secret_client, path):
     with CaptureQueriesContext(connection) as queries:
         assert secret_client.get(path).status_code == 200
@@ -490,3 +496,12 @@ def test_a_contacts_and_a_campaigns_emails_read_only_their_months(emails_monthly
     with CaptureQueriesContext(connection) as queries:
         top_campaigns(project=project.project, limit=5, days=30)
     assert scanned(queries, table=EMAILS) == [in_window(emails_monthly, now - 30 * DAY)]
+
+
+def test_the_activity_feed_without_a_start_reads_the_months_of_its_30_days(history, secret_client):
+    now = timezone.now()
+    with CaptureQueriesContext(connection) as queries:
+        assert secret_client.get("/activity").status_code == 200
+    plans = scanned(queries)
+    assert plans and all(plan and plan <= in_window(partitions(TABLE), now - 31 * DAY) for plan in plans)
+    assert len(partitions(TABLE)) > len(in_window(partitions(TABLE), now - 31 * DAY))
