@@ -152,13 +152,7 @@ def partition_in_place(*, table: str, column: str, now: datetime, log=print) -> 
     legacy = f"{table}_before_{bound:%Y%m}"
     unique, check = f"{table}_id_{column}_uniq", f"{table}_{column}_before"
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)",
-            [unique],
-        )
-        row = cursor.fetchone()
-        if row and not row[0]:  # a concurrent build that failed leaves an invalid index
-            cursor.execute(f"DROP INDEX CONCURRENTLY {unique}")
+        _drop_if_invalid(cursor, unique)
         log(f"building the unique index ({table}.id, {column}) concurrently")
         cursor.execute(f"CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS {unique} ON {table} (id, {column})")
         cursor.execute("SELECT 1 FROM pg_constraint WHERE conname = %s AND conrelid = %s::regclass", [check, table])

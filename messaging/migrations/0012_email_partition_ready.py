@@ -9,6 +9,8 @@ import django.db.models.deletion
 import uuid6
 from django.db import migrations, models
 
+from core.partitions import index_create_online
+
 CAMPAIGN_ROWS = models.Q(("campaign_id__isnull", False))
 UNIQUE = models.UniqueConstraint(
     fields=["campaign_id", "contact"], name="email_campaign_contact", condition=CAMPAIGN_ROWS
@@ -22,15 +24,12 @@ def index_without_uniqueness(apps, schema_editor):
         schema_editor.remove_constraint(model, UNIQUE)
         schema_editor.add_index(model, INDEX)
         return
+    index_create_online(
+        table="messaging_email",
+        name="email_campaign_contact_plain",
+        definition="(campaign_id, contact_id) WHERE campaign_id IS NOT NULL",
+    )
     with schema_editor.connection.cursor() as cursor:
-        cursor.execute("SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('email_campaign_contact_plain')")
-        row = cursor.fetchone()
-        if row and not row[0]:  # a concurrent build that failed leaves an invalid index
-            cursor.execute("DROP INDEX CONCURRENTLY email_campaign_contact_plain")
-        cursor.execute(
-            "CREATE INDEX CONCURRENTLY IF NOT EXISTS email_campaign_contact_plain ON messaging_email "
-            "(campaign_id, contact_id) WHERE campaign_id IS NOT NULL"
-        )
         cursor.execute("DROP INDEX CONCURRENTLY IF EXISTS email_campaign_contact")
         cursor.execute("ALTER INDEX email_campaign_contact_plain RENAME TO email_campaign_contact")
 
