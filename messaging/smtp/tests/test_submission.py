@@ -23,7 +23,7 @@ from contacts.models import Contact
 from domains.dkim import record_name, record_value
 from domains.models import Domain
 from messaging.feedback.suppression import suppression_add
-from messaging.models import Email, Suppression
+from messaging.models import Email, Suppression, created_window
 from messaging.smtp import submission
 from messaging.smtp.server import Listener, SmtpServer
 from messaging.smtp.submission import SubmissionHandler
@@ -73,6 +73,16 @@ def submit(client: smtplib.SMTP, msg, recipients) -> tuple[int, str]:
 def counted(outcome: str, reason: str = "") -> float:
     labels = {"listener": "submission", "outcome": outcome, "reason": reason}
     return REGISTRY.get_sample_value("herald_smtp_messages_total", labels) or 0
+
+
+def test_a_message_to_one_recipient_gets_a_time_ordered_id_like_every_email(tls_server, project, smtp_sink):
+    with tls_server.client(key=project.keys.secret_key) as client:
+        code, reply = submit(client, message(), ["ann@example.test"])
+    assert code == 250, reply
+    email = Email.objects.get(to_email="ann@example.test")
+    assert reply == f"2.0.0 Ok: queued as {email.id}"
+    # Its id names its month, so a lookup by id (a tracked open, the delivery claim) reads that month alone.
+    assert email.id.version == 7 and created_window([email.id]) is not None
 
 
 def test_a_message_becomes_one_signed_email_per_recipient_and_bcc_never_shows(tls_server, project, smtp_sink):
