@@ -13,7 +13,7 @@ import base64
 import logging
 import uuid
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 
 from django.conf import settings
@@ -32,7 +32,7 @@ from core.errors import ValidationFailed
 from core.ids import uuid7_of, uuid7_time, uuid7s
 from domains.services import sender_domain_for
 from messaging.feedback.suppression import recipients_check_suppressed
-from messaging.models import CREATED_MARGIN, AttachmentBundle, DeferredContent, Email, EmailType, Template
+from messaging.models import ALL_TIME, CREATED_MARGIN, AttachmentBundle, DeferredContent, Email, EmailType, Template
 from messaging.sending.dispatch import enqueue_bulk_delivery, enqueue_delivery
 from messaging.sending.mime import Attachment
 from messaging.sending.personalize import Personal, not_rendered, personalize
@@ -487,7 +487,7 @@ def _without_email_of_campaign(content: SendContent, recipients: list[Recipient]
     """`recipients` but those who have an email of the campaign already (read along the (campaign, contact) index,
     in the months since the campaign started)."""
     contact_ids = [recipient.contact_id for recipient in recipients]
-    since = content.campaign_since - CREATED_MARGIN if content.campaign_since else datetime.min.replace(tzinfo=UTC)
+    since = content.campaign_since - CREATED_MARGIN if content.campaign_since else ALL_TIME[0]
     if connection.vendor == "postgresql":
         array = "{" + ",".join(str(contact_id) for contact_id in contact_ids) + "}"
         with connection.cursor() as cursor:
